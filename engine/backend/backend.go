@@ -1,0 +1,86 @@
+// Package backend is the boundary between model code and the hardware that runs it. A model's
+// forward pass is written once as a sequence of these operations; the CPU backend executes each
+// call as it comes, a GPU backend may record them and submit the step at Sync.
+package backend
+
+import "github.com/layaapp/laya/engine/tensor"
+
+// Buffer is a backend-owned array of float32 activations.
+type Buffer interface {
+	Len() int
+}
+
+// RopeStyle says how rotary embeddings pair up dimensions of a head.
+type RopeStyle int
+
+const (
+	// RopeHalf pairs dimension i with i+headDim/2 (HuggingFace rotate_half).
+	RopeHalf RopeStyle = iota
+	// RopeInterleaved pairs dimension 2i with 2i+1 (GGUF llama files, whose q/k are permuted).
+	RopeInterleaved
+)
+
+// Rope describes rotary position embedding for one model. InvFreq has HeadDim/2 entries (already
+// scaled, e.g. by llama3 rope scaling); the angle for position p and pair i is p*InvFreq[i].
+// A backend may precompute tables from it once; the model passes the same *Rope every call.
+type Rope struct {
+	HeadDim int
+	Style   RopeStyle
+	InvFreq []float32
+}
+
+// AttnShape is the attention geometry a KV cache is made for.
+type AttnShape struct {
+	Layers, Heads, KVHeads, HeadDim int
+	// Context is the number of positions the cache holds.
+	Context int
+}
+
+// KVCache holds the keys and values of every layer for positions [0, Len()).
+type KVCache interface {
+	Shape() AttnShape
+	// Len is the number of positions filled, equal for all layers after a full step.
+	Len() int
+	// Truncate drops positions >= n, so a session can reuse a common prefix.
+	Truncate(n int)
+}
+
+// Backend runs the operations of a forward pass. Row-major layouts throughout: a buffer holding
+// rows of width d has row r at [r*d, (r+1)*d). Weight matrices are [out, in] (tensor.Tensor
+// convention) in any dtype the backend supports; it must return an error from Prepare for one it
+// does not. Errors of individual operations (a GPU fault) surface at Sync.
+type Backend interface {
+	// Name is "cpu" or "metal".
+	Name() string
+	// Prepare is called once with every tensor of a model before first use; the backend may
+	// wrap or index them but must not copy weights it can read in place.
+	Prepare(weights []*tensor.Tensor) error
+	NewBuffer(n int) Buffer
+	// View is the part [off, off+n) of b, usable wherever a Buffer is.
+	View(b Buffer, off, n int) Buffer
+	NewKVCache(shape AttnShape) KVCache
+
+	// Embed writes rows of table (dequantized) for each id into dst: [len(ids), cols].
+	Embed(dst Buffer, table *tensor.Tensor, ids []int32)
+	// RMSNorm: dst[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w, for rows of w.Cols() elements.
+	RMSNorm(dst, x Buffer, w *tensor.Tensor, rows int, eps float32)
+	// MatMul: dst[r][o] = sum_i x[r][i] * W[o][i] (+ bias[o] when bias is not nil).
+	MatMul(dst, x Buffer, w, bias *tensor.Tensor, rows int)
+	// Rope rotates rows of x, each [heads*HeadDim], where row r is at position pos+r.
+	Rope(x Buffer, rows, heads, pos int, rope *Rope)
+	// Attention stores k and v (rows of [KVHeads*HeadDim], already rotated) at positions
+	// pos..pos+rows-1 of layer, then writes to out (rows of [Heads*HeadDim]) causal attention
+	// of q (rows of [Heads*HeadDim], rotated) over positions [0, pos+r] with scale
+	// 1/sqrt(HeadDim) and grouped-query heads (query head h reads KV head h/(Heads/KVHeads)).
+	Attention(out, q, k, v Buffer, cache KVCache, layer, pos, rows int)
+	// SiLUMul: dst[i] = silu(gate[i]) * up[i].
+	SiLUMul(dst, gate, up Buffer, n int)
+	// Add: dst[i] += x[i].
+	Add(dst, x Buffer, n int)
+	// Read copies the first len(dst) values of src into dst, waiting for pending work.
+	Read(dst []float32, src Buffer) error
+	// Sync waits for all submitted work and reports the first error.
+	Sync() error
+	// Close releases the backend's resources.
+	Close() error
+}
