@@ -1,9 +1,10 @@
 # Laya. `make demo` completes code with the bundled model; `make test` runs every test that can run
-# on this machine; `make app` (macOS only) builds build/Laya.app.
+# on this machine (Linux or macOS); `make bench` measures the CPU backend against llama.cpp;
+# `make app` (macOS only) builds build/Laya.app.
 GO      ?= go
 BIN     := bin/laya
 
-.PHONY: all build demo test bench app check-darwin clean
+.PHONY: all build demo test test-go test-vscode bench app check-darwin clean
 
 all: build
 
@@ -12,10 +13,22 @@ build:
 
 demo: build
 	$(BIN) generate --prompt 'def fibonacci(n):' --max-tokens 48
+	@echo
+	$(BIN) generate --prompt 'for i := 0; i < len(xs); ' --max-tokens 32
 
-test:
+test: test-go check-darwin test-vscode
+
+test-go:
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 20m ./...
+
+test-vscode:
+	cd editors/vscode && npm ci --no-audit --no-fund && npm test
+
+bench: build
+	bash build/bench/run.sh
 
 clean:
 	rm -rf bin build/Laya.app build/out
+
+include build/app.mk

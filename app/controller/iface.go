@@ -1,0 +1,108 @@
+// Package controller is the whole behaviour of the Laya app, independent of macOS: when to read
+// the focused text field, what to send to the engine, when a suggestion is shown, accepted,
+// dismissed or thrown away as stale, and which fields are never read. The darwin adapters
+// (Accessibility, event tap, overlay panel, insertion) implement its small interfaces, and tests
+// drive it with fakes.
+package controller
+
+import (
+	"context"
+	"time"
+)
+
+// Range is a span of a text field in UTF-16 code units, the unit the Accessibility API uses.
+type Range struct{ Loc, Len int }
+
+// Rect is a screen rectangle in Cocoa coordinates (points, origin at the bottom-left of the
+// primary screen, y up).
+type Rect struct{ X, Y, W, H float64 }
+
+// Style is the host field's text style where the app reports it; zero values mean unknown.
+type Style struct {
+	FontName string
+	FontSize float64
+}
+
+// FieldInfo describes a focused element: who owns it and what it says about itself, which is
+// what the secure-field rules look at.
+type FieldInfo struct {
+	App         string // bundle id of the owning app
+	ID          uint64 // equal IDs denote the same element
+	Role        string // e.g. AXTextField, AXTextArea, AXSecureTextField
+	Subrole     string
+	Identifier  string // AXIdentifier; for web content often the input's id or name
+	Placeholder string
+	Title       string
+	Description string
+	Style       Style
+}
+
+// Element is the focused text element. Offsets are UTF-16 code units.
+type Element interface {
+	Info() FieldInfo
+	// Selection returns the selected range; a caret is a zero-length range.
+	Selection() (Range, error)
+	// Length returns the length of the element's whole text.
+	Length() (int, error)
+	// Text returns the UTF-16 units of r, which lies within [0, Length()].
+	Text(r Range) ([]uint16, error)
+	// Bounds returns the screen rectangle of r; for a zero-length r, the caret.
+	Bounds(r Range) (Rect, error)
+	// Close releases the element.
+	Close()
+}
+
+// FocusedField reads what has keyboard focus.
+type FocusedField interface {
+	// Focus returns the focused element, or an error when there is none or it cannot be read.
+	Focus() (Element, error)
+	// SecureInput reports whether some app has secure event input on (a password prompt).
+	SecureInput() bool
+}
+
+// Overlay shows ghost text. Its methods are called with the controller's lock held, possibly
+// from the event-tap callback on the main thread, so they must not wait for the main thread.
+type Overlay interface {
+	Show(text string, at Rect, style Style)
+	Hide()
+}
+
+// Inserter types accepted text into the element as if the user had.
+type Inserter interface {
+	Insert(e Element, text string) error
+}
+
+// Request is what the controller asks the engine for.
+type Request struct {
+	Prefix, Suffix string // text before and after the caret
+	App            string // bundle id, so the engine can pick a prompt style
+	MaxTokens      int
+	Temperature    float32
+	TopK           int
+	TopP           float32
+}
+
+// Engine completes text. Complete calls onText with each piece of the suggestion as it is
+// generated (the pieces form a prefix of the returned text, which may still come back "" when
+// the engine drops an unsure suggestion), and returns promptly once ctx is canceled.
+type Engine interface {
+	Complete(ctx context.Context, r Request, onText func(piece string)) (string, error)
+}
+
+// Timer is a pending Clock.AfterFunc.
+type Timer interface{ Stop() bool }
+
+// Clock is time, replaceable in tests.
+type Clock interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// SystemClock is the real clock.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// AfterFunc is time.AfterFunc.
+func (SystemClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }

@@ -1,0 +1,159 @@
+//go:build darwin
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/layaapp/laya/app/controller"
+	"github.com/layaapp/laya/app/pin"
+	"github.com/layaapp/laya/complete"
+	"github.com/layaapp/laya/engine"
+	"github.com/layaapp/laya/server"
+)
+
+// appClient is the completion client id of the app's own requests, so they get their own
+// session (and KV cache) apart from CLI and editor clients.
+const appClient = "laya-app"
+
+var errNotLoaded = errors.New("the model is still loading")
+
+// engineHost keeps one model warm. The app's requests run on a dedicated OS thread with the
+// user-interactive QoS class; the completion server's clients call the completer directly,
+// and the model serializes forward passes across both.
+type engineHost struct {
+	jobs chan func()
+
+	mu     sync.Mutex
+	model  *engine.Model
+	comp   *complete.Completer
+	pinned *pin.Pinned
+}
+
+func newEngineHost() *engineHost {
+	h := &engineHost{jobs: make(chan func())}
+	go h.run()
+	return h
+}
+
+func (h *engineHost) run() {
+	if err := lockInteractiveThread(); err != nil {
+		log.Printf("laya: %v", err)
+	}
+	for f := range h.jobs {
+		f()
+	}
+}
+
+// do runs f on the engine thread and waits, or gives up when ctx ends first.
+func (h *engineHost) do(ctx context.Context, f func()) error {
+	done := make(chan struct{})
+	select {
+	case h.jobs <- func() { f(); close(done) }:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	<-done
+	return nil
+}
+
+// Load replaces the warm model with the one at path ("" = the bundled default).
+func (h *engineHost) Load(path string) (engine.Info, error) {
+	var info engine.Info
+	var err error
+	h.do(context.Background(), func() {
+		var m *engine.Model
+		m, err = engine.Load(path, engine.Options{})
+		if err != nil {
+			return
+		}
+		info = m.Info()
+		p, perr := pinFiles(info.Path)
+		if perr != nil {
+			log.Printf("laya: weights not locked in memory (not fatal): %v", perr)
+		}
+		h.mu.Lock()
+		oldComp, oldModel, oldPin := h.comp, h.model, h.pinned
+		h.model, h.comp, h.pinned = m, complete.New(m, complete.Options{}), p
+		h.mu.Unlock()
+		if oldComp != nil {
+			oldComp.Close()
+			oldModel.Close()
+			oldPin.Release()
+		}
+	})
+	if err != nil {
+		return engine.Info{}, fmt.Errorf("load model: %w", err)
+	}
+	return info, nil
+}
+
+func pinFiles(path string) (*pin.Pinned, error) {
+	files, err := pin.WeightFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	return pin.Files(files)
+}
+
+func (h *engineHost) completer() *complete.Completer {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.comp
+}
+
+// Complete is controller.Engine, on the engine thread.
+func (h *engineHost) Complete(ctx context.Context, r controller.Request, onText func(string)) (string, error) {
+	c := h.completer()
+	if c == nil {
+		return "", errNotLoaded
+	}
+	var s complete.Suggestion
+	var err error
+	req := complete.Request{Prefix: r.Prefix, Suffix: r.Suffix, App: r.App, MaxTokens: r.MaxTokens,
+		Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP}
+	if derr := h.do(ctx, func() { s, err = c.Complete(ctx, appClient, req, onText) }); derr != nil {
+		return "", derr
+	}
+	return s.Text, err
+}
+
+// serverCompleter is server.Completer over whichever model is loaded now.
+type serverCompleter struct{ h *engineHost }
+
+func (s serverCompleter) Complete(ctx context.Context, client string, req complete.Request, onText func(string)) (complete.Suggestion, error) {
+	c := s.h.completer()
+	if c == nil {
+		return complete.Suggestion{}, errNotLoaded
+	}
+	return c.Complete(ctx, client, req, onText)
+}
+
+// serve runs the completion server on the default Unix socket until the app quits.
+func (h *engineHost) serve() error {
+	path, err := server.DefaultSocketPath()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("socket dir: %w", err)
+	}
+	// A socket file left by a crashed run refuses connections; one a live Laya holds accepts.
+	if c, err := net.Dial("unix", path); err == nil {
+		c.Close()
+		return fmt.Errorf("another Laya is serving %s", path)
+	}
+	os.Remove(path)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", path, err)
+	}
+	return server.New(serverCompleter{h}, server.Options{Logf: log.Printf}).Serve(l)
+}

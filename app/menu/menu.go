@@ -1,0 +1,162 @@
+// Package menu decides what the status-bar menu says and offers, from the app's state, as plain
+// data; the darwin adapter only renders the items into an NSMenu and routes clicks back.
+package menu
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/layaapp/laya/config"
+)
+
+// Action is what clicking an item does.
+type Action int
+
+// Actions. Arg carries the model for UseModel, Download and CancelDownload.
+const (
+	None Action = iota
+	ToggleEnabled
+	ModeHotkey
+	ModeAutomatic
+	UseModel
+	Download
+	CancelDownload
+	Preferences
+	Onboarding // explains and requests the Accessibility permission
+	About
+	Quit
+)
+
+// Item is one menu entry; a Separator ignores the other fields.
+type Item struct {
+	Title     string
+	Action    Action
+	Arg       string
+	Checked   bool
+	Enabled   bool
+	Separator bool
+	Key       string // key equivalent, e.g. "q" for ⌘Q
+	Submenu   []Item
+}
+
+// Installed is a model on disk.
+type Installed struct {
+	Name string
+	Path string // what config.Config.Model holds when it is selected
+}
+
+// Offer is a catalog model that can be downloaded.
+type Offer struct {
+	ID     string
+	Name   string
+	SizeMB int
+}
+
+// Transfer is the state of one model download.
+type Transfer struct {
+	Fraction float64
+	Err      string // non-empty once it failed
+}
+
+// State is everything the menu shows.
+type State struct {
+	Model       string // display name of the loaded (or loading) model
+	Backend     string
+	Loading     bool
+	LoadErr     string
+	LastLatency time.Duration // 0 until a suggestion was shown
+	Enabled     bool
+	Mode        string // config.ModeHotkey or config.ModeAutomatic
+	Trusted     bool   // the Accessibility permission is granted
+	Warning     string // e.g. the config file was rejected
+	Current     string // Path of the selected model; "" is the bundled default
+	Installed   []Installed
+	Offers      []Offer
+	Downloads   map[string]Transfer // by Offer.ID
+}
+
+// Status returns the first, informational line.
+func Status(s State) string {
+	switch {
+	case s.LoadErr != "":
+		return "Model failed to load: " + s.LoadErr
+	case s.Loading:
+		return "Loading " + s.Model + "…"
+	}
+	parts := []string{s.Model, s.Backend}
+	if s.LastLatency > 0 {
+		parts = append(parts, fmt.Sprintf("last %d ms", s.LastLatency.Milliseconds()))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// Build returns the menu for s.
+func Build(s State) []Item {
+	var items []Item
+	items = append(items, Item{Title: Status(s)})
+	if !s.Trusted {
+		items = append(items, Item{Title: "⚠︎ Allow Accessibility access…", Action: Onboarding, Enabled: true})
+	}
+	if s.Warning != "" {
+		items = append(items, Item{Title: "⚠︎ " + s.Warning, Action: Preferences, Enabled: true})
+	}
+	toggle := "Disable Suggestions"
+	if !s.Enabled {
+		toggle = "Enable Suggestions"
+	}
+	items = append(items,
+		Item{Separator: true},
+		Item{Title: toggle, Action: ToggleEnabled, Enabled: true},
+		Item{Title: "Mode", Enabled: true, Submenu: []Item{
+			{Title: "Hotkey", Action: ModeHotkey, Enabled: true, Checked: s.Mode == config.ModeHotkey},
+			{Title: "Automatic (after a pause)", Action: ModeAutomatic, Enabled: true, Checked: s.Mode == config.ModeAutomatic},
+		}},
+		Item{Title: "Models", Enabled: true, Submenu: modelItems(s)},
+		Item{Separator: true},
+		Item{Title: "Preferences…", Action: Preferences, Enabled: true, Key: ","},
+		Item{Title: "About Laya", Action: About, Enabled: true},
+		Item{Title: "Quit Laya", Action: Quit, Enabled: true, Key: "q"},
+	)
+	return items
+}
+
+func modelItems(s State) []Item {
+	var items []Item
+	installed := map[string]bool{}
+	for _, m := range s.Installed {
+		installed[m.Name] = true
+		items = append(items, Item{Title: m.Name, Action: UseModel, Arg: m.Path, Enabled: !s.Loading, Checked: m.Path == s.Current})
+	}
+	var offers []Item
+	for _, o := range s.Offers {
+		if installed[o.ID] || installed[o.Name] {
+			continue
+		}
+		d, active := s.Downloads[o.ID]
+		switch {
+		case active && d.Err != "":
+			offers = append(offers, Item{Title: fmt.Sprintf("Download %s failed (%s) — Retry", o.Name, d.Err), Action: Download, Arg: o.ID, Enabled: true})
+		case active:
+			offers = append(offers, Item{Title: fmt.Sprintf("Downloading %s… %d%% — Cancel", o.Name, int(d.Fraction*100)), Action: CancelDownload, Arg: o.ID, Enabled: true})
+		default:
+			offers = append(offers, Item{Title: fmt.Sprintf("Download %s (%s)…", o.Name, sizeText(o.SizeMB)), Action: Download, Arg: o.ID, Enabled: true})
+		}
+	}
+	sort.SliceStable(offers, func(i, j int) bool { return offers[i].Title < offers[j].Title })
+	if len(items) > 0 && len(offers) > 0 {
+		items = append(items, Item{Separator: true})
+	}
+	if len(items) == 0 && len(offers) == 0 {
+		return []Item{{Title: "No models found"}}
+	}
+	return append(items, offers...)
+}
+
+func sizeText(mb int) string {
+	if mb >= 1024 {
+		return fmt.Sprintf("%.1f GB", float64(mb)/1024)
+	}
+	return fmt.Sprintf("%d MB", mb)
+}
