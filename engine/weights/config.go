@@ -4,6 +4,8 @@
 package weights
 
 import (
+	"errors"
+
 	"github.com/layaapp/laya/engine/backend"
 	"github.com/layaapp/laya/engine/tensor"
 	"github.com/layaapp/laya/engine/tokenizer"
@@ -40,6 +42,11 @@ type Config struct {
 	QKVBias bool
 	BOS     int   // -1 when the model has none
 	EOS     []int // every id that ends generation
+
+	// RopeFactors, when set, divides each of the HeadDim/2 inverse frequencies: GGUF files store
+	// llama3 rope scaling this way (the rope_freqs.weight tensor) instead of as parameters, and
+	// RopeScale is then empty.
+	RopeFactors []float32
 }
 
 // Model is an opened model. Tensors are keyed by HuggingFace names, e.g.
@@ -57,4 +64,29 @@ type Model struct {
 	FileBytes int64
 
 	closers []func() error
+}
+
+// Close unmaps the model's files; its tensors must not be used afterwards.
+func (m *Model) Close() error {
+	var errs []error
+	for _, c := range m.closers {
+		if err := c(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	m.closers = nil
+	return errors.Join(errs...)
+}
+
+// WeightBytes is the size of the tensors the model uses (an Affine tensor with its scales and
+// biases), each counted once.
+func (m *Model) WeightBytes() int64 {
+	var n int64
+	for _, t := range m.Tensors {
+		n += int64(len(t.Data))
+		if t.DType == tensor.Affine {
+			n += int64(len(t.Scales.Data) + len(t.Biases.Data))
+		}
+	}
+	return n
 }
