@@ -1,0 +1,241 @@
+package complete
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/layaapp/laya/engine"
+)
+
+// errFilterStop ends generation once the filter has the whole suggestion.
+var errFilterStop = errors.New("complete: suggestion complete")
+
+// filter turns generated tokens into the suggestion: it strips the healed text, applies the
+// stop rules and the confidence thresholds, and streams the text that is certain to stay.
+type filter struct {
+	opt      Options
+	healed   string  // text the first tokens must reproduce and that is not suggested
+	cands    []int32 // the tokens the first one was chosen from, by id
+	healBuf  string
+	lines    int // Profile.Lines
+	sentence bool
+	stops    [][]byte // Request.Stop, then the suffix line (last)
+	hasSuf   bool
+
+	text    []byte
+	emitted int
+	scanned int  // bytes of text checked by the line and sentence rules
+	content bool // a non-space byte came before text[scanned]
+	newline int  // line ends after content so far
+	n       int  // tokens seen
+	kept    int  // tokens that contributed to text
+	lpSum   float64
+	stop    string
+	reject  bool
+}
+
+func newFilter(req Request, prof Profile, p prompt, opt Options) *filter {
+	f := &filter{opt: opt, healed: p.healed, lines: max(prof.Lines, 1), sentence: prof.Sentence}
+	if len(p.firstTokens) > 0 {
+		f.cands = slices.Sorted(slices.Values(p.firstTokens))
+	}
+	for _, s := range req.Stop {
+		if s != "" {
+			f.stops = append(f.stops, []byte(s))
+		}
+	}
+	if strings.TrimSpace(p.suffixLine) != "" {
+		f.stops = append(f.stops, []byte(p.suffixLine))
+		f.hasSuf = true
+	}
+	return f
+}
+
+// add takes the next generated token; it returns errFilterStop when the suggestion is complete.
+func (f *filter) add(t engine.Token, onText func(string)) error {
+	if f.stop != "" {
+		return errFilterStop
+	}
+	lp := float64(t.Logprob)
+	if f.n == 0 && f.cands != nil {
+		lp = f.healedLogprob(t)
+	}
+	if (f.n == 0 && lp < f.opt.MinFirstLogprob) || (f.n > 0 && lp < f.opt.MinTokenLogprob) {
+		f.stop, f.reject = "unsure", f.n == 0
+		return errFilterStop
+	}
+	f.n++
+	piece := t.Text
+	if f.healed != "" {
+		f.healBuf += piece
+		if len(f.healBuf) < len(f.healed) {
+			if !strings.HasPrefix(f.healed, f.healBuf) {
+				f.stop, f.reject = "unsure", true
+				return errFilterStop
+			}
+			f.lpSum += lp
+			f.kept++
+			return nil
+		}
+		if !strings.HasPrefix(f.healBuf, f.healed) {
+			f.stop, f.reject = "unsure", true
+			return errFilterStop
+		}
+		piece, f.healed, f.healBuf = f.healBuf[len(f.healed):], "", ""
+	}
+	from := len(f.text)
+	f.text = append(f.text, piece...)
+	f.lpSum += lp
+	f.kept++
+	if cut, why := f.cutPoint(from); why != "" {
+		f.text, f.stop = f.text[:cut], why
+		return errFilterStop
+	}
+	f.emit(onText, f.safeLen())
+	return nil
+}
+
+// healedLogprob is the log-probability of a healed first token among the tokens it was
+// allowed to be: the model's confidence in the continuation given the text the user typed.
+// Only the Top entries of t are known, so the candidates' mass is a lower bound.
+func (f *filter) healedLogprob(t engine.Token) float64 {
+	mass := math.Exp(float64(t.Logprob))
+	for _, e := range t.Top {
+		if _, ok := slices.BinarySearch(f.cands, e.ID); ok && e.ID != t.ID {
+			mass += math.Exp(float64(e.Logprob))
+		}
+	}
+	return float64(t.Logprob) - math.Log(mass)
+}
+
+// cutPoint finds the earliest place the rules end the suggestion, looking at text added from
+// byte from on.
+func (f *filter) cutPoint(from int) (int, string) {
+	cut := len(f.text) + 1
+	for ; f.scanned < len(f.text); f.scanned++ {
+		b := f.text[f.scanned]
+		switch {
+		case b == '\n':
+			if f.content {
+				f.newline++
+				if f.newline >= f.lines {
+					return f.earliestStop(from, f.scanned, "line")
+				}
+			}
+		case b == ' ' || b == '\t' || b == '\r':
+		default:
+			f.content = true
+			if f.sentence && (b == '.' || b == '!' || b == '?') && f.scanned+1 < len(f.text) {
+				if next := f.text[f.scanned+1]; next == ' ' || next == '\n' || next == '\t' {
+					return f.earliestStop(from, f.scanned+1, "sentence")
+				}
+			}
+		}
+		// The byte after sentence punctuation decides; leave the punctuation for next time.
+		if f.sentence && f.scanned+1 == len(f.text) && (b == '.' || b == '!' || b == '?') {
+			break
+		}
+	}
+	if c, w := f.earliestStop(from, cut, ""); w != "" {
+		return c, w
+	}
+	return 0, ""
+}
+
+// earliestStop returns the first stop-string match that begins before cut, else cut and why.
+func (f *filter) earliestStop(from, cut int, why string) (int, string) {
+	for i, s := range f.stops {
+		start := max(0, from-len(s)+1)
+		if j := bytes.Index(f.text[start:], s); j >= 0 && start+j < cut {
+			cut, why = start+j, "stop"
+			if f.hasSuf && i == len(f.stops)-1 {
+				why = "suffix"
+			}
+		}
+	}
+	return cut, why
+}
+
+// safeLen is how much of text no later token can take back: it withholds a tail that could
+// begin a stop string and the whitespace before it (a line end trims trailing whitespace, and
+// a suggestion that is only whitespace is dropped).
+func (f *filter) safeLen() int {
+	n := len(f.text)
+	for _, s := range f.stops {
+		n = min(n, len(f.text)-partialTail(f.text, s))
+	}
+	return len(bytes.TrimRightFunc(f.text[:n], unicode.IsSpace))
+}
+
+// partialTail is the length of the longest end of text that is a proper prefix of s.
+func partialTail(text, s []byte) int {
+	for k := min(len(s)-1, len(text)); k > 0; k-- {
+		if bytes.Equal(text[len(text)-k:], s[:k]) {
+			return k
+		}
+	}
+	return 0
+}
+
+func (f *filter) emit(onText func(string), upto int) {
+	if upto > f.emitted {
+		if onText != nil {
+			onText(string(f.text[f.emitted:upto]))
+		}
+		f.emitted = upto
+	}
+}
+
+// finish completes the suggestion after generation ended for engineStop, emitting what was
+// withheld and is kept.
+func (f *filter) finish(engineStop string, onText func(string)) Suggestion {
+	stop := f.stop
+	if stop == "" {
+		switch engineStop {
+		case "stop":
+			stop = "eos" // one of the FIM exit tokens
+		case "":
+			stop = "canceled"
+		default:
+			stop = engineStop
+		}
+	}
+	if f.reject || f.healed != "" {
+		return Suggestion{Stop: stop}
+	}
+	text := f.text
+	switch stop {
+	case "line":
+		text = bytes.TrimRight(text, " \t\r")
+	case "suffix", "stop", "sentence":
+	default:
+		// Generation ended on its own: drop an end that the text after the caret starts with.
+		if f.hasSuf {
+			text = text[:len(text)-overlap(text, f.stops[len(f.stops)-1])]
+		}
+	}
+	if len(bytes.TrimSpace(text)) == 0 {
+		return Suggestion{Stop: stop}
+	}
+	mean := f.lpSum / float64(max(f.kept, 1))
+	if mean < f.opt.MinMeanLogprob {
+		return Suggestion{Stop: "unsure"}
+	}
+	f.text = text
+	f.emit(onText, len(text))
+	return Suggestion{Text: string(text), Tokens: f.kept, Logprob: mean, Stop: stop}
+}
+
+// overlap is the length of the longest end of text that s starts with.
+func overlap(text, s []byte) int {
+	for k := min(len(s), len(text)); k > 0; k-- {
+		if bytes.Equal(text[len(text)-k:], s[:k]) {
+			return k
+		}
+	}
+	return 0
+}

@@ -1,0 +1,99 @@
+// Package server serves the warm completion engine to other processes of the same user over a
+// Unix domain socket: the CLI, shell widgets and editor extensions send newline-delimited JSON
+// requests and get the suggestion streamed back. Optionally it also answers OpenAI-style
+// POST /v1/completions on a loopback TCP port.
+//
+// Protocol: each line a client sends is one JSON object, either a request
+//
+//	{"id": "r1", "prefix": "text before the caret", "suffix": "text after it", "client": "…",
+//	 "app": "…", "max_tokens": 32, "temperature": 0, "top_k": 0, "top_p": 0, "stop": ["…"]}
+//
+// (only "id" and "prefix" are required; "id" is a string or number chosen by the client and
+// unique among its requests in flight; requests with the same "client" share a KV-cache session
+// and a newer one cancels the older), or a cancellation {"cancel": "r1"}. For each request the
+// server sends zero or more {"id": "r1", "text": "piece"} frames and then exactly one final
+// frame {"id": "r1", "done": true, "text": "whole suggestion", "tokens": …, "stop": …}, with
+// "canceled": true or "error": "…" instead when it did not complete. The final text is
+// authoritative: it is "" when the model turned out unsure after pieces were streamed. A line
+// the server cannot accept gets a final frame with "error" (and the id when it could read one).
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+)
+
+// Request is one line a client sends: a completion request, or a cancellation when Cancel is set.
+type Request struct {
+	ID          json.RawMessage `json:"id,omitempty"`
+	Cancel      json.RawMessage `json:"cancel,omitempty"`
+	Client      string          `json:"client,omitempty"`
+	App         string          `json:"app,omitempty"`
+	Prefix      string          `json:"prefix"`
+	Suffix      string          `json:"suffix,omitempty"`
+	MaxTokens   int             `json:"max_tokens,omitempty"`
+	Temperature float32         `json:"temperature,omitempty"`
+	TopK        int             `json:"top_k,omitempty"`
+	TopP        float32         `json:"top_p,omitempty"`
+	Stop        []string        `json:"stop,omitempty"`
+}
+
+// Frame is one line the server sends: a piece of a suggestion, or the final answer (Done).
+type Frame struct {
+	ID        json.RawMessage `json:"id,omitempty"`
+	Text      string          `json:"text"`
+	Done      bool            `json:"done,omitempty"`
+	Canceled  bool            `json:"canceled,omitempty"`
+	Error     string          `json:"error,omitempty"`
+	Tokens    int             `json:"tokens,omitempty"`
+	Prompt    int             `json:"prompt_tokens,omitempty"`
+	Reused    int             `json:"reused,omitempty"`
+	LatencyMS float64         `json:"latency_ms,omitempty"`
+	Logprob   float64         `json:"logprob,omitempty"`
+	Stop      string          `json:"stop,omitempty"`
+}
+
+// validID reports whether raw is a JSON string or number, the id forms the protocol allows.
+func validID(raw json.RawMessage) bool {
+	if len(raw) == 0 {
+		return false
+	}
+	switch c := raw[0]; {
+	case c == '"':
+		var s string
+		return json.Unmarshal(raw, &s) == nil && s != ""
+	case c == '-' || (c >= '0' && c <= '9'):
+		var n json.Number
+		return json.Unmarshal(raw, &n) == nil
+	}
+	return false
+}
+
+// DefaultSocketPath is where the server listens and clients connect: $LAYA_SOCKET if set, else
+// ~/Library/Application Support/Laya/laya.sock on macOS and $XDG_RUNTIME_DIR/laya/laya.sock
+// (or ~/.cache/laya/laya.sock without it) elsewhere.
+func DefaultSocketPath() (string, error) {
+	if p := os.Getenv("LAYA_SOCKET"); p != "" {
+		return p, nil
+	}
+	if runtime.GOOS != "darwin" {
+		if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+			return filepath.Join(d, "laya", "laya.sock"), nil
+		}
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("server: socket path: %w", err)
+	}
+	if home == "" {
+		return "", errors.New("server: socket path: no home directory")
+	}
+	if runtime.GOOS == "darwin" {
+		return filepath.Join(home, "Library", "Application Support", "Laya", "laya.sock"), nil
+	}
+	return filepath.Join(home, ".cache", "laya", "laya.sock"), nil
+}
