@@ -1,0 +1,2 @@
+// Package darwinonly is clean on Linux and imports net/http on macOS only.
+package darwinonly

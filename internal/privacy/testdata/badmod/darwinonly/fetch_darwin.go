@@ -1,0 +1,6 @@
+package darwinonly
+
+import "net/http"
+
+// Client is the macOS-only network client.
+var Client = http.DefaultClient
