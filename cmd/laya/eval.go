@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/layaapp/laya/engine"
+)
+
+func init() {
+	register("eval", "score a model on a text: perplexity and next-token accuracy", func(args []string) error {
+		return runEval(args, os.Stdout, os.Stderr)
+	})
+}
+
+// runEval prints the model's scores on a text file to stdout.
+func runEval(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	model := fs.String("model", "", "model directory or .gguf file (default: the bundled model)")
+	textFile := fs.String("text", "", "text file to score")
+	window := fs.Int("window", 512, "tokens per window; each window starts from an empty cache")
+	threads := fs.Int("threads", 0, "CPU threads; 0 = physical cores")
+	backend := fs.String("backend", "", "cpu or metal (default: best available)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *textFile == "" {
+		return errors.New("--text FILE is required")
+	}
+	text, err := os.ReadFile(*textFile)
+	if err != nil {
+		return err
+	}
+	m, err := engine.Load(*model, engine.Options{Backend: *backend, Threads: *threads, Context: *window})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	ids := m.Tokenizer().Encode(string(text), true)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	r, err := m.Eval(ctx, ids, *window)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(map[string]any{
+			"window": *window, "tokens": r.Tokens, "nll": r.NLL, "ppl": r.PPL, "top1": r.Top1,
+		})
+	}
+	fmt.Fprintf(stdout, "tokens %d  nll %.4f  ppl %.3f  top1 %.4f\n", r.Tokens, r.NLL, r.PPL, r.Top1)
+	return nil
+}

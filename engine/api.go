@@ -1,0 +1,125 @@
+// Package engine runs a Llama-family or Qwen2 language model held warm in the process: it loads a
+// model from the files users have (HuggingFace or MLX directories, GGUF files), runs forward passes
+// on a backend (CPU everywhere, Metal on Apple silicon), and samples completions through Sessions
+// that keep their KV cache between requests.
+package engine
+
+import (
+	"time"
+
+	"github.com/layaapp/laya/engine/backend"
+	"github.com/layaapp/laya/engine/tokenizer"
+	"github.com/layaapp/laya/engine/weights"
+)
+
+// Options configures Load.
+type Options struct {
+	// Backend is "" for the best available (metal when registered and a device exists, else
+	// cpu), "cpu", "metal", or any name registered with RegisterBackend.
+	Backend string
+	// Threads is the number of CPU threads; 0 = number of physical cores.
+	Threads int
+	// Context is the number of positions each session holds; 0 = min(model max context, 4096).
+	Context int
+}
+
+// Info describes a loaded model.
+type Info struct {
+	Path    string
+	Format  string // "safetensors", "mlx" or "gguf"
+	Arch    string // "llama" or "qwen2"
+	Backend string // name of the backend running it
+	// Params is the number of logical weight elements; WeightBytes the bytes they take as stored.
+	Params, WeightBytes int64
+	// Context is the number of positions a session holds.
+	Context int
+}
+
+// EvalResult is the outcome of Model.Eval over Tokens predicted tokens.
+type EvalResult struct {
+	Tokens int
+	// NLL is the mean negative log-likelihood (nats) of the targets, PPL = exp(NLL), Top1 the
+	// fraction of targets that were the model's most likely token.
+	NLL, PPL, Top1 float64
+}
+
+// Sampling says how Session.Generate picks tokens and when it stops.
+type Sampling struct {
+	// MaxTokens is the most tokens to generate; 0 only fills the cache with the prompt.
+	MaxTokens   int
+	Temperature float32 // 0 = greedy
+	TopK        int     // 0 = off
+	TopP, MinP  float32 // 0 = off
+	// RepeatPenalty: 0 or 1 = off; HF semantics: positive logits of recent tokens are divided by
+	// it, negative ones multiplied.
+	RepeatPenalty float32
+	RepeatWindow  int    // last N tokens (prompt and generated) considered; 0 = 64
+	Seed          uint64 // same seed, same output
+	// StopStrings end generation when the text contains one; it and what follows is not emitted.
+	StopStrings []string
+	StopTokens  []int32 // in addition to the model's EOS ids
+	IgnoreEOS   bool
+	// Logprobs is how many of the most likely tokens to report per step, from the log-softmax
+	// of the raw logits (before penalties and filters).
+	Logprobs int
+	// FirstTokens, if non-empty, restricts the first generated token to these ids (token healing).
+	FirstTokens []int32
+}
+
+// TokenLogprob is one token and its log-probability.
+type TokenLogprob struct {
+	ID      int32
+	Logprob float32
+}
+
+// Token is one generated token as Generate emits it. Every sampled token is emitted once,
+// including the one that ends generation (an EOS or stop token, or the token completing a stop
+// string); its Text then holds only what precedes the stop.
+type Token struct {
+	ID int32
+	// Text is the newly completed UTF-8 text this token adds; it may be "" while bytes are
+	// pending or while text that could begin a stop string is held back.
+	Text string
+	// Logprob is the log-softmax of the raw logits at the chosen token.
+	Logprob float32
+	// Top holds the Sampling.Logprobs most likely tokens, most likely first. Its memory stays
+	// valid after emit returns.
+	Top []TokenLogprob
+}
+
+// Result is what Generate produced.
+type Result struct {
+	IDs  []int32 // every emitted token
+	Text string  // the concatenated Text of every emitted token
+	// Stop is why generation ended: "eos", "stop", "max_tokens", "context" or "canceled"
+	// (also when emit returned an error).
+	Stop         string
+	PromptTokens int
+	// ReusedTokens is how many prompt tokens were served from the session's cache (the longest
+	// common prefix with what it held).
+	ReusedTokens int
+	Prefill      time.Duration
+	Decode       time.Duration
+	// Detokenize is the part of Decode spent turning ids into text.
+	Detokenize time.Duration
+}
+
+// Load opens the model at path (a model directory or a .gguf file; "" = DefaultModelPath()) and
+// prepares it on the chosen backend.
+func Load(path string, opt Options) (*Model, error) { return load(path, opt) }
+
+// Info describes the model.
+func (m *Model) Info() Info { return m.info }
+
+// Config returns the model's hyperparameters.
+func (m *Model) Config() weights.Config { return m.cfg }
+
+// Tokenizer returns the model's tokenizer.
+func (m *Model) Tokenizer() *tokenizer.Tokenizer { return m.tok }
+
+// RegisterBackend makes a backend selectable by name (the metal package registers "metal" on
+// darwin; tests may register e.g. "metal-emu"). The cpu backend (engine/cpu) is built in.
+// Registering a name again replaces the earlier one.
+func RegisterBackend(name string, open func(Options) (backend.Backend, error)) {
+	registerBackend(name, open)
+}

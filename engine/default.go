@@ -1,0 +1,58 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// bundled is where the repository keeps the default model, relative to its root.
+var bundled = filepath.Join("assets", "models", "laya-code")
+
+// DefaultModelPath returns $LAYA_MODEL when set, else the bundled assets/models/laya-code found
+// in the working directory or one of its parents, in the executable's directory or one of its
+// parents, or in an app bundle's Contents/Resources/models/laya-code next to Contents/MacOS.
+func DefaultModelPath() (string, error) {
+	if p := os.Getenv("LAYA_MODEL"); p != "" {
+		return p, nil
+	}
+	var tried []string // where the search started, for the error
+	look := func(dir string) (string, bool) {
+		// config.json marks a model directory, so a stray empty folder is not taken for one.
+		if st, err := os.Stat(filepath.Join(dir, "config.json")); err == nil && st.Mode().IsRegular() {
+			return dir, true
+		}
+		return "", false
+	}
+	upward := func(start string) (string, bool) {
+		tried = append(tried, start+" and its parents")
+		for d := start; ; d = filepath.Dir(d) {
+			if p, ok := look(filepath.Join(d, bundled)); ok {
+				return p, true
+			}
+			if filepath.Dir(d) == d {
+				return "", false
+			}
+		}
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if p, ok := upward(wd); ok {
+			return p, nil
+		}
+	}
+	if exe, err := os.Executable(); err == nil {
+		if r, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = r
+		}
+		dir := filepath.Dir(exe)
+		tried = append(tried, filepath.Join(dir, "..", "Resources", "models", "laya-code"))
+		if p, ok := look(filepath.Join(dir, "..", "Resources", "models", "laya-code")); ok {
+			return filepath.Clean(p), nil
+		}
+		if p, ok := upward(dir); ok {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("engine: no model given and no default model found: set LAYA_MODEL or pass a path (looked for %s in %s)", bundled, strings.Join(tried, "; "))
+}

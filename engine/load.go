@@ -1,0 +1,220 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/layaapp/laya/engine/backend"
+	"github.com/layaapp/laya/engine/cpu"
+	"github.com/layaapp/laya/engine/tensor"
+	"github.com/layaapp/laya/engine/tokenizer"
+	"github.com/layaapp/laya/engine/weights"
+)
+
+// defaultContext caps the positions of a session when Options.Context is 0, so a model trained
+// for 128k positions does not reserve a cache that large by default.
+const defaultContext = 4096
+
+var (
+	backendsMu sync.Mutex
+	backends   = map[string]func(Options) (backend.Backend, error){
+		"cpu": func(o Options) (backend.Backend, error) { return cpu.New(o.Threads) },
+	}
+)
+
+func registerBackend(name string, open func(Options) (backend.Backend, error)) {
+	backendsMu.Lock()
+	defer backendsMu.Unlock()
+	backends[name] = open
+}
+
+// openBackend opens the named backend and prepares the weights on it. "" prefers metal and
+// falls back to cpu when metal is not registered, finds no device or cannot take the weights.
+func openBackend(opt Options, weights []*tensor.Tensor) (backend.Backend, error) {
+	backendsMu.Lock()
+	open, ok := backends[opt.Backend]
+	metal, hasMetal := backends["metal"]
+	cpuOpen := backends["cpu"]
+	names := make([]string, 0, len(backends))
+	for n := range backends {
+		names = append(names, n)
+	}
+	backendsMu.Unlock()
+	try := func(name string, open func(Options) (backend.Backend, error)) (backend.Backend, error) {
+		be, err := open(opt)
+		if err != nil {
+			return nil, fmt.Errorf("backend %s: %w", name, err)
+		}
+		if err := be.Prepare(weights); err != nil {
+			be.Close()
+			return nil, fmt.Errorf("backend %s: %w", name, err)
+		}
+		return be, nil
+	}
+	switch {
+	case opt.Backend == "" && hasMetal:
+		if be, err := try("metal", metal); err == nil {
+			return be, nil
+		}
+		return try("cpu", cpuOpen)
+	case opt.Backend == "":
+		return try("cpu", cpuOpen)
+	case !ok:
+		sort.Strings(names)
+		return nil, fmt.Errorf("unknown backend %q (have %v)", opt.Backend, names)
+	}
+	return try(opt.Backend, open)
+}
+
+func load(path string, opt Options) (*Model, error) {
+	if opt.Threads < 0 || opt.Context < 0 {
+		return nil, fmt.Errorf("engine: bad options: threads %d, context %d", opt.Threads, opt.Context)
+	}
+	if path == "" {
+		p, err := DefaultModelPath()
+		if err != nil {
+			return nil, err
+		}
+		path = p
+	}
+	w, err := weights.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	m, err := newModel(w, opt)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("engine: %s: %w", path, err)
+	}
+	return m, nil
+}
+
+func newModel(w *weights.Model, opt Options) (*Model, error) {
+	cfg := w.Config
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
+	}
+	ctx := opt.Context
+	if ctx == 0 {
+		ctx = defaultContext
+		if cfg.MaxContext > 0 {
+			ctx = min(ctx, cfg.MaxContext)
+		}
+	} else if cfg.MaxContext > 0 && ctx > cfg.MaxContext {
+		return nil, fmt.Errorf("context %d exceeds the model's %d positions", ctx, cfg.MaxContext)
+	}
+	tok, err := openTokenizer(w)
+	if err != nil {
+		return nil, err
+	}
+	if tok.VocabSize() > cfg.Vocab {
+		return nil, fmt.Errorf("tokenizer has %d tokens, model only %d", tok.VocabSize(), cfg.Vocab)
+	}
+	m := &Model{w: w, cfg: cfg, tok: tok, ctxLen: ctx, rope: newRope(cfg)}
+	if err := m.bindWeights(); err != nil {
+		return nil, err
+	}
+	be, err := openBackend(opt, m.tensors)
+	if err != nil {
+		return nil, err
+	}
+	m.be = be
+	m.act = newActivations(be, cfg, maxRows)
+	m.eos = make(map[int32]bool, len(cfg.EOS))
+	for _, id := range cfg.EOS {
+		m.eos[int32(id)] = true
+	}
+	if len(m.eos) == 0 && tok.EOS() >= 0 {
+		m.eos[tok.EOS()] = true
+	}
+	var params, bytes int64
+	for _, t := range m.tensors {
+		params += int64(t.Elems())
+		bytes += int64(len(t.Data))
+		if t.DType == tensor.Affine {
+			bytes += int64(len(t.Scales.Data) + len(t.Biases.Data))
+		}
+	}
+	m.info = Info{Path: w.Path, Format: w.Format, Arch: cfg.Arch, Backend: be.Name(),
+		Params: params, WeightBytes: bytes, Context: ctx}
+	return m, nil
+}
+
+// checkConfig rejects hyperparameters the forward pass cannot run, before any tensor is touched.
+func checkConfig(c weights.Config) error {
+	switch c.Arch {
+	case "llama", "qwen2":
+	default:
+		return fmt.Errorf("unsupported architecture %q (want llama or qwen2)", c.Arch)
+	}
+	switch {
+	case c.Vocab <= 0, c.Dim <= 0, c.Layers <= 0, c.FFN <= 0:
+		return fmt.Errorf("bad config: vocab %d, hidden %d, layers %d, intermediate %d", c.Vocab, c.Dim, c.Layers, c.FFN)
+	case c.Heads <= 0 || c.KVHeads <= 0 || c.Heads%c.KVHeads != 0:
+		return fmt.Errorf("bad config: %d attention heads for %d kv heads", c.Heads, c.KVHeads)
+	case c.HeadDim <= 0 || c.HeadDim%2 != 0:
+		return fmt.Errorf("bad config: head dim %d (must be even)", c.HeadDim)
+	case !(c.NormEps > 0) || !(c.RopeTheta > 1) || math.IsInf(c.RopeTheta, 0):
+		return fmt.Errorf("bad config: rms eps %g, rope theta %g", c.NormEps, c.RopeTheta)
+	}
+	if c.RopeFactors != nil && len(c.RopeFactors) != c.HeadDim/2 {
+		return fmt.Errorf("bad config: %d rope factors for head dim %d", len(c.RopeFactors), c.HeadDim)
+	}
+	for _, f := range c.RopeFactors {
+		if !(f > 0) || math.IsInf(float64(f), 0) {
+			return fmt.Errorf("bad config: rope factor %g", f)
+		}
+	}
+	if s := c.RopeScale; s.Type != "" {
+		if s.Type != "llama3" {
+			return fmt.Errorf("unsupported rope scaling %q", s.Type)
+		}
+		if !(s.Factor > 0) || !(s.LowFreqFactor > 0) || !(s.HighFreqFactor > s.LowFreqFactor) || s.OriginalMaxPositions <= 0 {
+			return fmt.Errorf("bad llama3 rope scaling %+v", s)
+		}
+	}
+	return nil
+}
+
+func openTokenizer(w *weights.Model) (*tokenizer.Tokenizer, error) {
+	var (
+		t   *tokenizer.Tokenizer
+		err error
+	)
+	switch {
+	case w.TokenizerJSON != nil:
+		t, err = tokenizer.FromJSON(w.TokenizerJSON)
+	case w.GGUFVocab != nil:
+		t, err = tokenizer.FromGGUF(w.GGUFVocab)
+	default:
+		return nil, errors.New("model has no tokenizer")
+	}
+	if err != nil {
+		return nil, err
+	}
+	// HF keeps the BOS and EOS tokens' names in tokenizer_config.json beside tokenizer.json.
+	if w.TokenizerJSON != nil {
+		if b, err := os.ReadFile(filepath.Join(w.Path, "tokenizer_config.json")); err == nil {
+			if err := t.ApplyConfig(b); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return t, nil
+}
+
+// Close releases the backend and unmaps the weights. Sessions of a closed model return errors.
+func (m *Model) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	return errors.Join(m.be.Close(), m.w.Close())
+}

@@ -1,0 +1,303 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/layaapp/laya/engine/backend"
+	"github.com/layaapp/laya/engine/tokenizer"
+)
+
+// decoderContext is how many prompt tokens prime the streaming decoder.
+const decoderContext = 8
+
+// Session is one conversation with a model: it owns a KV cache and remembers which tokens fill
+// it, so the next Generate prefills only what differs. A Session's methods may be called from
+// several goroutines; they run one at a time.
+type Session struct {
+	mu     sync.Mutex
+	m      *Model
+	cache  backend.KVCache
+	tokens []int32   // the tokens at cache positions [0, len)
+	logits []float32 // the logits after the last forward pass
+	smp    *sampler
+	one    [1]int32 // the single-token input of a decode step, kept here so it is not allocated
+	closed bool
+}
+
+// NewSession returns a session with an empty cache of Info().Context positions. Many sessions
+// share one model; the model runs their forward passes one at a time.
+func (m *Model) NewSession() *Session {
+	c := m.cfg
+	m.mu.Lock()
+	cache := m.be.NewKVCache(backend.AttnShape{Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads,
+		HeadDim: c.HeadDim, Context: m.ctxLen})
+	m.mu.Unlock()
+	return &Session{
+		m:      m,
+		cache:  cache,
+		tokens: make([]int32, 0, m.ctxLen),
+		logits: make([]float32, c.Vocab),
+		smp:    newSampler(c.Vocab),
+	}
+}
+
+// Len is the number of positions the cache holds.
+func (s *Session) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.tokens)
+}
+
+// CacheBytes is the memory the session's cache holds: float32 keys and values for every
+// position of every layer.
+func (s *Session) CacheBytes() int64 {
+	c := s.m.cfg
+	return int64(c.Layers) * int64(s.m.ctxLen) * int64(c.KVHeads*c.HeadDim) * 2 * 4
+}
+
+// Reset empties the cache.
+func (s *Session) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reset()
+}
+
+func (s *Session) reset() {
+	if s.cache != nil {
+		s.cache.Truncate(0)
+	}
+	s.tokens = s.tokens[:0]
+}
+
+// Close releases the cache; later calls to Generate fail.
+func (s *Session) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.cache = nil
+	s.tokens = nil
+}
+
+// Generate runs prompt through the model, reusing the longest common token prefix with what the
+// session's cache already holds, then samples up to MaxTokens tokens, calling emit (which may be
+// nil) per token; emit returning an error stops generation with that error. ctx is checked
+// between tokens and between prefill chunks: cancellation returns the partial Result with Stop
+// "canceled" and ctx.Err().
+func (s *Session) Generate(ctx context.Context, prompt []int32, p Sampling, emit func(Token) error) (res Result, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.m
+	res.PromptTokens = len(prompt)
+	if s.closed {
+		return res, errClosed
+	}
+	if err := p.check(m.cfg.Vocab); err != nil {
+		return res, err
+	}
+	switch {
+	case len(prompt) == 0:
+		return res, fmt.Errorf("engine: empty prompt")
+	case len(prompt) > m.ctxLen:
+		return res, fmt.Errorf("engine: prompt of %d tokens exceeds the context of %d", len(prompt), m.ctxLen)
+	}
+	for _, id := range prompt {
+		if id < 0 || int(id) >= m.cfg.Vocab {
+			return res, fmt.Errorf("engine: prompt token %d outside the vocabulary of %d", id, m.cfg.Vocab)
+		}
+	}
+
+	// Reuse the common prefix; when the whole prompt is cached its last token still has to run,
+	// because the logits it produced were not kept.
+	n := 0
+	for n < len(prompt) && n < len(s.tokens) && prompt[n] == s.tokens[n] {
+		n++
+	}
+	n = min(n, len(prompt)-1)
+	s.cache.Truncate(n)
+	s.tokens = s.tokens[:n]
+	res.ReusedTokens = n
+
+	start := time.Now()
+	for rest := prompt[n:]; len(rest) > 0; {
+		if err := ctx.Err(); err != nil {
+			res.Prefill = time.Since(start)
+			res.Stop = "canceled"
+			return res, err
+		}
+		chunk := rest[:min(len(rest), maxRows)]
+		if err := s.step(chunk); err != nil {
+			return res, err
+		}
+		rest = rest[len(chunk):]
+	}
+	res.Prefill = time.Since(start)
+	start = time.Now()
+	defer func() { res.Decode = time.Since(start) }()
+	if p.MaxTokens == 0 {
+		res.Stop = "max_tokens"
+		return res, nil
+	}
+
+	// The cache has room to run all but the last sampled token.
+	steps := min(p.MaxTokens, m.ctxLen-len(prompt)+1)
+	tops := make([]TokenLogprob, steps*p.Logprobs)
+	res.IDs = make([]int32, 0, steps)
+	var out strings.Builder
+	defer func() { res.Text = out.String() }()
+	text := newTextStream(m.tok, prompt)
+	s.smp.rng.seed(p.Seed)
+	window := p.RepeatWindow
+	if window == 0 {
+		window = defaultRepeatWindow
+	}
+	held := "" // text that may be the start of a stop string
+	for i := 0; ; i++ {
+		if err := ctx.Err(); err != nil {
+			res.Stop = "canceled"
+			return res, err
+		}
+		var only []int32
+		if i == 0 {
+			only = p.FirstTokens
+		}
+		recent := s.tokens[max(0, len(s.tokens)-window):]
+		id := s.smp.pick(s.logits, &p, recent, only)
+		lse := logSumExp(s.logits)
+		tok := Token{ID: id, Logprob: float32(float64(s.logits[id]) - lse)}
+		if p.Logprobs > 0 {
+			tok.Top = tops[i*p.Logprobs : (i+1)*p.Logprobs : (i+1)*p.Logprobs]
+			topLogprobs(tok.Top, s.logits, lse)
+		}
+
+		eos := !p.IgnoreEOS && m.eos[id]
+		stopToken := slices.Contains(p.StopTokens, id)
+		stop := ""
+		switch {
+		case eos:
+			stop = "eos"
+		case stopToken:
+			stop = "stop"
+		case i == steps-1 && steps == p.MaxTokens:
+			stop = "max_tokens"
+		case i == steps-1:
+			stop = "context"
+		}
+		buf := held
+		if !eos && !stopToken {
+			// A stop token's own text is not output, like a stop string.
+			t := time.Now()
+			buf += text.next(id)
+			res.Detokenize += time.Since(t)
+		}
+		if at := stopIndex(buf, p.StopStrings); at >= 0 {
+			tok.Text, held, stop = buf[:at], "", "stop"
+		} else if stop != "" {
+			tok.Text, held = buf, ""
+		} else {
+			k := len(buf) - holdBack(buf, p.StopStrings)
+			tok.Text, held = buf[:k], buf[k:]
+		}
+
+		res.IDs = append(res.IDs, id)
+		out.WriteString(tok.Text)
+		if emit != nil {
+			if err := emit(tok); err != nil {
+				res.Stop = "canceled"
+				return res, err
+			}
+		}
+		if stop != "" {
+			res.Stop = stop
+			return res, nil
+		}
+		s.one[0] = id
+		if err := s.step(s.one[:]); err != nil {
+			return res, err
+		}
+	}
+}
+
+// textStream turns generated ids into the text they add to the prompt's.
+type textStream struct {
+	dec *tokenizer.StreamDecoder
+	// pending is prompt text the decoder still holds back (a run of byte tokens waits for the
+	// token after it); it comes out with the first generated text and is not part of it.
+	pending string
+}
+
+// newTextStream primes a decoder with the end of the prompt, so the first generated token
+// renders as it does inside the whole text (a leading "▁" is a space, not stripped as at the
+// start of a stream). Several tokens, because the last ones may be special (skipped) or the
+// bytes of one character.
+func newTextStream(tok *tokenizer.Tokenizer, prompt []int32) *textStream {
+	ctx := prompt[max(0, len(prompt)-decoderContext):]
+	t := &textStream{dec: tok.NewDecoder(true)}
+	var primed strings.Builder
+	for _, id := range ctx {
+		primed.WriteString(t.dec.Next(id))
+	}
+	t.pending = strings.TrimPrefix(tok.Decode(ctx, true), primed.String())
+	return t
+}
+
+func (t *textStream) next(id int32) string {
+	s := t.dec.Next(id)
+	switch {
+	case t.pending == "":
+	case strings.HasPrefix(s, t.pending):
+		s, t.pending = s[len(t.pending):], ""
+	case strings.HasPrefix(t.pending, s):
+		s, t.pending = "", t.pending[len(s):]
+	default:
+		// Generated byte tokens joined the prompt's run and the run decodes differently as a
+		// whole (invalid UTF-8 renders as U+FFFD per byte); emit what the decoder gives.
+		t.pending = ""
+	}
+	return s
+}
+
+// step runs ids at the end of the cache and keeps the last row's logits. A failed pass leaves
+// the cache in an unknown state, so the session starts over.
+func (s *Session) step(ids []int32) error {
+	m := s.m
+	m.mu.Lock()
+	err := m.forward(s.cache, ids, len(s.tokens), s.logits, nil)
+	m.mu.Unlock()
+	if err != nil {
+		s.reset()
+		return fmt.Errorf("engine: forward pass: %w", err)
+	}
+	s.tokens = append(s.tokens, ids...)
+	return nil
+}
+
+// stopIndex is the earliest position in text where any stop string begins, or -1.
+func stopIndex(text string, stops []string) int {
+	at := -1
+	for _, s := range stops {
+		if i := strings.Index(text, s); i >= 0 && (at < 0 || i < at) {
+			at = i
+		}
+	}
+	return at
+}
+
+// holdBack is the length of the longest suffix of text that is a proper prefix of a stop string:
+// text that must wait for the next token to tell whether it starts a stop.
+func holdBack(text string, stops []string) int {
+	n := 0
+	for _, s := range stops {
+		for k := min(len(s)-1, len(text)); k > n; k-- {
+			if strings.HasSuffix(text, s[:k]) {
+				n = k
+				break
+			}
+		}
+	}
+	return n
+}
