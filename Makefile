@@ -12,7 +12,7 @@ build:
 	$(GO) build -o $(BIN) ./cmd/laya
 
 demo: build
-	$(BIN) generate --prompt 'def fibonacci(n):' --max-tokens 48
+	$(BIN) generate --prompt "$$(printf 'def fibonacci(n):\n    if n')" --max-tokens 40
 	@echo
 	$(BIN) generate --prompt 'for i := 0; i < len(xs); ' --max-tokens 32
 
