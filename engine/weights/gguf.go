@@ -289,5 +289,12 @@ func ggufVocab(f *gguf.File) (*tokenizer.GGUFVocab, error) {
 			return nil, fmt.Errorf("metadata %s: want a bool", b.key)
 		}
 	}
+	if _, present := f.Metadata["tokenizer.ggml.add_space_prefix"]; present {
+		prefix, ok := f.Bool("tokenizer.ggml.add_space_prefix")
+		if !ok {
+			return nil, fmt.Errorf("metadata tokenizer.ggml.add_space_prefix: want a bool")
+		}
+		v.NoSpacePrefix = !prefix
+	}
 	return v, nil
 }

@@ -351,3 +351,33 @@ func TestGGUFNamesRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenGGUFSpacePrefix: tokenizer.ggml.add_space_prefix = false reaches the vocabulary, and a
+// non-bool value is an error.
+func TestOpenGGUFSpacePrefix(t *testing.T) {
+	for _, tc := range []struct {
+		value   any
+		want    bool
+		wantErr bool
+	}{{false, true, false}, {true, false, false}, {uint32(1), false, true}} {
+		path := filepath.Join(t.TempDir(), "m.gguf")
+		meta := append(archMeta("llama"), vocabMeta("llama")...)
+		meta = append(meta, gguf.KV{Key: "tokenizer.ggml.add_space_prefix", Value: tc.value})
+		writeGGUF(t, path, meta, ggufTensors(ggufShapes(false, false)))
+		m, err := Open(path)
+		if tc.wantErr {
+			if err == nil {
+				m.Close()
+				t.Errorf("add_space_prefix=%v: no error", tc.value)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.GGUFVocab.NoSpacePrefix != tc.want {
+			t.Errorf("add_space_prefix=%v: NoSpacePrefix %v", tc.value, m.GGUFVocab.NoSpacePrefix)
+		}
+		m.Close()
+	}
+}
