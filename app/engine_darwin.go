@@ -16,6 +16,7 @@ import (
 	"github.com/layaapp/laya/app/pin"
 	"github.com/layaapp/laya/complete"
 	"github.com/layaapp/laya/engine"
+	_ "github.com/layaapp/laya/metal" // registers the "metal" backend
 	"github.com/layaapp/laya/server"
 )
 

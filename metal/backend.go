@@ -1,0 +1,635 @@
+package metal
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/layaapp/laya/engine/backend"
+	"github.com/layaapp/laya/engine/tensor"
+)
+
+// Backend implements backend.Backend on a Device. Operations only append dispatches to the
+// step's plan (no allocation once the plan has grown to a step's size); Read and Sync submit the
+// plan in one Device.Run call. Errors of an operation are kept and reported by the next Sync or
+// Read, as the interface asks; a step with an error is dropped, not run. Like every backend, it
+// is used by one goroutine at a time (the engine serializes forward passes).
+type Backend struct {
+	dev     Device
+	pl      plan
+	weights map[*tensor.Tensor]*weight
+	ropes   map[*backend.Rope]Arg
+	// upload holds per-step host data (token ids) until the plan runs.
+	upload              Buf
+	uploadSize, uploadN int
+	lastRope            ropeRecord
+	// recent are the last two dispatches when they are single-row mat-vecs, newest last, so
+	// SiLUMul can merge gate, up and itself into one matvec_silu pass and Add can fold a
+	// residual add into the mat-vec that produced its operand.
+	recent [2]mvRecord
+	err    error
+	// dropped are buffers of unreachable KV caches, freed after the next Run so no recorded
+	// dispatch can still use them.
+	droppedMu sync.Mutex
+	dropped   []Buf
+}
+
+// mvRecord is a recorded single-row mat-vec; index -1 when there is none.
+type mvRecord struct {
+	index        int
+	w            *weight
+	bias, x, out Arg
+	p            mslMatVecParams
+	groups       [3]uint32
+}
+
+// weight is a prepared tensor: its bytes bound in place and the kernel parameters describing it.
+type weight struct {
+	data, scales, biases Arg
+	desc                 mslWeight
+	matvec, fused        kernelID // matvec_<fmt> and matvec_silu_<fmt>
+	dt                   uint32   // DT_* for plain F32/F16/BF16 vectors (norms, biases)
+}
+
+// ropeRecord remembers the last Rope dispatch so Attention can fold the rotation of k into the
+// cache write.
+type ropeRecord struct {
+	index     int // in pl.ds; -1 when the last dispatch is not a rope
+	x         Arg
+	rows, pos int
+	heads     int
+	rope      *backend.Rope
+	invFreq   Arg
+}
+
+type buffer struct {
+	h      Buf
+	off, n int // in float32 elements
+}
+
+func (x *buffer) Len() int { return x.n }
+
+func (x *buffer) arg() Arg { return Arg{x.h, uint64(x.off) * 4} }
+
+type kvCache struct {
+	shape backend.AttnShape
+	k, v  Buf
+	lens  []int
+}
+
+func (c *kvCache) Shape() backend.AttnShape { return c.shape }
+
+// Len reports the last layer's length, which a step fills last.
+func (c *kvCache) Len() int {
+	if len(c.lens) == 0 {
+		return 0
+	}
+	return c.lens[len(c.lens)-1]
+}
+
+func (c *kvCache) Truncate(n int) {
+	for i := range c.lens {
+		c.lens[i] = max(min(c.lens[i], n), 0)
+	}
+}
+
+const initialUpload = 64 << 10
+
+// New returns a backend running on dev; it owns dev and closes it in Close.
+func New(dev Device) (*Backend, error) {
+	up, err := dev.NewBuffer(initialUpload)
+	if err != nil {
+		return nil, fmt.Errorf("metal: %s: upload buffer: %w", dev.Name(), err)
+	}
+	return &Backend{
+		dev:        dev,
+		weights:    map[*tensor.Tensor]*weight{},
+		ropes:      map[*backend.Rope]Arg{},
+		upload:     up,
+		uploadSize: initialUpload,
+		lastRope:   ropeRecord{index: -1},
+		recent:     [2]mvRecord{{index: -1}, {index: -1}},
+	}, nil
+}
+
+// Name is "metal" on every device: the kernels are the same.
+func (b *Backend) Name() string { return "metal" }
+
+// barrier marks that the next dispatch does not continue a fusable sequence.
+func (b *Backend) barrier() {
+	b.lastRope.index = -1
+	b.recent = [2]mvRecord{{index: -1}, {index: -1}}
+}
+
+func (b *Backend) fail(err error) {
+	if b.err == nil {
+		b.err = err
+	}
+}
+
+// dtCode maps a plain element type to the kernels' DT_* codes.
+func dtCode(d tensor.DType) (uint32, bool) {
+	switch d {
+	case tensor.F32:
+		return mslDtF32, true
+	case tensor.F16:
+		return mslDtF16, true
+	case tensor.BF16:
+		return mslDtBf16, true
+	}
+	return 0, false
+}
+
+// Prepare binds every tensor's bytes for the kernels, in place where the device allows.
+func (b *Backend) Prepare(weights []*tensor.Tensor) error {
+	for _, t := range weights {
+		if t == nil {
+			return errors.New("metal: nil tensor")
+		}
+		if _, ok := b.weights[t]; ok {
+			continue
+		}
+		w, err := b.prepare(t)
+		if err != nil {
+			return fmt.Errorf("metal: tensor %q: %w", t.Name, err)
+		}
+		b.weights[t] = w
+	}
+	return nil
+}
+
+func (b *Backend) prepare(t *tensor.Tensor) (*weight, error) {
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	w := &weight{desc: mslWeight{rows: uint32(t.Rows()), cols: uint32(t.Cols()), rowBytes: uint32(t.RowBytes())}}
+	if t.ByteSize() > math.MaxUint32 || t.Cols() > math.MaxUint32/16 {
+		return nil, fmt.Errorf("%v is too large for 32-bit kernel indexing", t.Shape)
+	}
+	switch t.DType {
+	case tensor.F32:
+		w.desc.fmt, w.matvec, w.fused = mslWfF32, kMatvecF32, kMatvecSiluF32
+	case tensor.F16:
+		w.desc.fmt, w.matvec, w.fused = mslWfF16, kMatvecF16, kMatvecSiluF16
+	case tensor.BF16:
+		w.desc.fmt, w.matvec, w.fused = mslWfBf16, kMatvecBf16, kMatvecSiluBf16
+	case tensor.Q8_0:
+		w.desc.fmt, w.matvec, w.fused = mslWfQ80, kMatvecQ80, kMatvecSiluQ80
+	case tensor.Q4_0:
+		w.desc.fmt, w.matvec, w.fused = mslWfQ40, kMatvecQ40, kMatvecSiluQ40
+	case tensor.Q4_K:
+		w.desc.fmt, w.matvec, w.fused = mslWfQ4K, kMatvecQ4K, kMatvecSiluQ4K
+	case tensor.Q6_K:
+		w.desc.fmt, w.matvec, w.fused = mslWfQ6K, kMatvecQ6K, kMatvecSiluQ6K
+	case tensor.Affine:
+		// A mat-vec chunk of 16 inputs must lie inside one scale group.
+		if t.GroupSize%mslMvChunk != 0 {
+			return nil, fmt.Errorf("affine group size %d is not a multiple of %d", t.GroupSize, mslMvChunk)
+		}
+		if t.Scales.DType != t.Biases.DType {
+			return nil, fmt.Errorf("affine scales %v and biases %v differ in dtype", t.Scales.DType, t.Biases.DType)
+		}
+		sdt, ok := dtCode(t.Scales.DType)
+		if !ok {
+			return nil, fmt.Errorf("affine scales of dtype %v", t.Scales.DType)
+		}
+		w.desc.fmt, w.desc.bits, w.desc.groupSize, w.desc.scaleDT = mslWfAffine, uint32(t.Bits), uint32(t.GroupSize), sdt
+		w.matvec, w.fused = kMatvecAffine4, kMatvecSiluAffine4
+		if t.Bits == 8 {
+			w.matvec, w.fused = kMatvecAffine8, kMatvecSiluAffine8
+		}
+	default:
+		return nil, fmt.Errorf("dtype %v is not supported by the metal backend", t.DType)
+	}
+	w.dt, _ = dtCode(t.DType)
+	var err error
+	if w.data, err = b.dev.Wrap(t.Data); err != nil {
+		return nil, err
+	}
+	w.scales, w.biases = w.data, w.data
+	if t.DType == tensor.Affine {
+		if w.scales, err = b.dev.Wrap(t.Scales.Data); err != nil {
+			return nil, err
+		}
+		if w.biases, err = b.dev.Wrap(t.Biases.Data); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+func (b *Backend) weight(op string, t *tensor.Tensor) (*weight, bool) {
+	if t == nil {
+		b.fail(fmt.Errorf("metal: %s: nil tensor", op))
+		return nil, false
+	}
+	w, ok := b.weights[t]
+	if !ok {
+		b.fail(fmt.Errorf("metal: %s: tensor %q was not prepared", op, t.Name))
+	}
+	return w, ok
+}
+
+// vector returns a prepared plain F32/F16/BF16 tensor of n elements.
+func (b *Backend) vector(op string, t *tensor.Tensor, n int) (*weight, bool) {
+	w, ok := b.weight(op, t)
+	if !ok {
+		return nil, false
+	}
+	if _, plain := dtCode(t.DType); !plain || t.Elems() != n {
+		b.fail(fmt.Errorf("metal: %s: tensor %q is %v %v, want %d F32/F16/BF16 values", op, t.Name, t.DType, t.Shape, n))
+		return nil, false
+	}
+	return w, true
+}
+
+// NewBuffer returns a zeroed device buffer of n float32 values.
+func (b *Backend) NewBuffer(n int) backend.Buffer {
+	h, err := b.dev.NewBuffer(max(n, 1) * 4)
+	if err != nil {
+		b.fail(fmt.Errorf("metal: buffer of %d values: %w", n, err))
+		return &buffer{}
+	}
+	return &buffer{h: h, n: max(n, 0)}
+}
+
+// View is the part [off, off+n) of x, sharing its memory.
+func (b *Backend) View(x backend.Buffer, off, n int) backend.Buffer {
+	bb, ok := x.(*buffer)
+	if !ok || bb == nil || off < 0 || n < 0 || off+n > bb.n {
+		b.fail(fmt.Errorf("metal: view [%d, %d) of %T", off, off+n, x))
+		return &buffer{}
+	}
+	return &buffer{h: bb.h, off: bb.off + off, n: n}
+}
+
+// buf checks that x belongs to this backend and holds at least n values.
+func (b *Backend) buf(op string, x backend.Buffer, n int) (Arg, bool) {
+	bb, ok := x.(*buffer)
+	if !ok || bb == nil {
+		b.fail(fmt.Errorf("metal: %s: buffer %T does not belong to the metal backend", op, x))
+		return Arg{}, false
+	}
+	if n < 0 || bb.n < n {
+		b.fail(fmt.Errorf("metal: %s: buffer of %d values, need %d", op, bb.n, n))
+		return Arg{}, false
+	}
+	return bb.arg(), true
+}
+
+// NewKVCache allocates float32 keys and values for every layer; its memory is returned to the
+// device after the cache becomes unreachable.
+func (b *Backend) NewKVCache(s backend.AttnShape) backend.KVCache {
+	c := &kvCache{shape: s}
+	if s.Layers <= 0 || s.Heads <= 0 || s.KVHeads <= 0 || s.HeadDim <= 0 || s.Context <= 0 ||
+		s.Heads%s.KVHeads != 0 || s.HeadDim%2 != 0 || s.HeadDim > mslAttMaxHeadDim {
+		b.fail(fmt.Errorf("metal: kv cache shape %+v (head dim must be even and at most %d)", s, mslAttMaxHeadDim))
+		c.shape = backend.AttnShape{}
+		return c
+	}
+	size := s.Layers * s.Context * s.KVHeads * s.HeadDim * 4
+	var err error
+	if c.k, err = b.dev.NewBuffer(size); err == nil {
+		if c.v, err = b.dev.NewBuffer(size); err != nil {
+			b.dev.Free(c.k)
+		}
+	}
+	if err != nil {
+		b.fail(fmt.Errorf("metal: kv cache of %d bytes: %w", 2*size, err))
+		c.shape = backend.AttnShape{}
+		return c
+	}
+	c.lens = make([]int, s.Layers)
+	runtime.AddCleanup(c, b.drop, [2]Buf{c.k, c.v})
+	return c
+}
+
+// drop runs on the cleanup goroutine when a cache becomes unreachable.
+func (b *Backend) drop(bufs [2]Buf) {
+	b.droppedMu.Lock()
+	b.dropped = append(b.dropped, bufs[0], bufs[1])
+	b.droppedMu.Unlock()
+}
+
+func (b *Backend) freeDropped() {
+	b.droppedMu.Lock()
+	defer b.droppedMu.Unlock()
+	for _, h := range b.dropped {
+		b.dev.Free(h)
+	}
+	b.dropped = b.dropped[:0]
+}
+
+func groups1(n, per int) [3]uint32 { return [3]uint32{uint32((n + per - 1) / per), 1, 1} }
+
+// Embed records the lookup of ids in table (any weight format) into dst.
+func (b *Backend) Embed(dst backend.Buffer, table *tensor.Tensor, ids []int32) {
+	b.barrier()
+	w, ok := b.weight("embed", table)
+	if !ok {
+		return
+	}
+	cols := table.Cols()
+	d, ok := b.buf("embed", dst, len(ids)*cols)
+	if !ok || len(ids) == 0 {
+		return
+	}
+	for _, id := range ids {
+		if id < 0 || int(id) >= table.Rows() {
+			b.fail(fmt.Errorf("metal: embed: token id %d outside the table's %d rows", id, table.Rows()))
+			return
+		}
+	}
+	idArg, ok := b.put(unsafe.Slice((*byte)(unsafe.Pointer(&ids[0])), 4*len(ids)))
+	if !ok {
+		return
+	}
+	p := mslEmbedParams{w: w.desc, count: uint32(len(ids))}
+	b.pl.encEmbed([3]uint32{uint32((cols + 63) / 64), uint32(len(ids)), 1}, [3]uint32{64, 1, 1},
+		w.data, w.scales, w.biases, idArg, d, &p)
+}
+
+// put copies host data for the current step into the upload buffer (ids are non-negative, so
+// their int32 bytes are the uint32 the kernel reads).
+func (b *Backend) put(data []byte) (Arg, bool) {
+	n := (len(data) + 15) &^ 15
+	if b.uploadN+n > b.uploadSize {
+		// Run what is recorded so its uploads may be overwritten, then grow if still too small.
+		if err := b.flush(); err != nil {
+			b.fail(err)
+			return Arg{}, false
+		}
+		if n > b.uploadSize {
+			up, err := b.dev.NewBuffer(2 * n)
+			if err != nil {
+				b.fail(fmt.Errorf("metal: upload buffer: %w", err))
+				return Arg{}, false
+			}
+			b.dev.Free(b.upload)
+			b.upload, b.uploadSize = up, 2*n
+		}
+	}
+	a := Arg{b.upload, uint64(b.uploadN)}
+	b.dev.Write(a, data)
+	b.uploadN += n
+	return a, true
+}
+
+// RMSNorm records a normalization of rows of x into dst (which may be x).
+func (b *Backend) RMSNorm(dst, x backend.Buffer, w *tensor.Tensor, rows int, eps float32) {
+	b.barrier()
+	if w == nil {
+		b.fail(errors.New("metal: rmsnorm: nil weight"))
+		return
+	}
+	n := w.Cols()
+	wt, ok1 := b.vector("rmsnorm", w, n)
+	d, ok2 := b.buf("rmsnorm", dst, rows*n)
+	s, ok3 := b.buf("rmsnorm", x, rows*n)
+	if !ok1 || !ok2 || !ok3 || rows <= 0 {
+		return
+	}
+	p := mslRMSNormParams{n: uint32(n), wDT: wt.dt, eps: eps}
+	b.pl.encRmsnorm([3]uint32{uint32(rows), 1, 1}, [3]uint32{256, 1, 1}, s, wt.data, d, &p)
+}
+
+// MatMul records dst = x·Wᵀ (+ bias): a mat-vec for one row, the tiled mat-mat for a block.
+func (b *Backend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows int) {
+	prev := b.recent[1]
+	b.barrier()
+	wt, ok := b.weight("matmul", w)
+	if !ok {
+		return
+	}
+	out, in := w.Rows(), w.Cols()
+	d, ok1 := b.buf("matmul", dst, rows*out)
+	s, ok2 := b.buf("matmul", x, rows*in)
+	if !ok1 || !ok2 || rows <= 0 {
+		return
+	}
+	biasArg, hasBias, biasDT := wt.data, uint32(0), uint32(0)
+	if bias != nil {
+		bw, ok := b.vector("matmul bias", bias, out)
+		if !ok {
+			return
+		}
+		biasArg, hasBias, biasDT = bw.data, 1, bw.dt
+	}
+	if rows == 1 {
+		r := mvRecord{w: wt, bias: biasArg, x: s, out: d,
+			p:      mslMatVecParams{w: wt.desc, hasBias: hasBias, biasDT: biasDT},
+			groups: [3]uint32{uint32((out + mvRowsPerGroup - 1) / mvRowsPerGroup), 1, 1}}
+		// residual is unused unless addTo is set; any valid binding will do.
+		b.pl.encMatvec(wt.matvec, r.groups, mvThreads, wt.data, wt.scales, wt.biases, biasArg, s, d, d, &r.p)
+		r.index = len(b.pl.ds) - 1
+		b.recent = [2]mvRecord{prev, r}
+		return
+	}
+	p := mslMatMulParams{w: wt.desc, rows: uint32(rows), hasBias: hasBias, biasDT: biasDT}
+	b.pl.encMatmul([3]uint32{uint32((out + mslMmTile - 1) / mslMmTile), uint32((rows + mslMmTile - 1) / mslMmTile), 1},
+		[3]uint32{mslMmThreads, 1, 1}, wt.data, wt.scales, wt.biases, biasArg, s, d, &p)
+}
+
+// Mat-vec geometry: rows per threadgroup and threads per threadgroup.
+const mvRowsPerGroup = mslMvRows * mslMvSimdgroups
+
+var mvThreads = [3]uint32{mslMvSimdgroups * mslSimd, 1, 1}
+
+// encMatvec records the mat-vec kernel k, one of the matvec_* family, which all share the
+// signature of matvec_f32 (the generator checks each; this only picks the id).
+func (pl *plan) encMatvec(k kernelID, groups, threads [3]uint32, w, scales, biases, bias, x, out, residual Arg, p *mslMatVecParams) {
+	pl.encMatvecF32(groups, threads, w, scales, biases, bias, x, out, residual, p)
+	pl.ds[len(pl.ds)-1].Kernel = k
+}
+
+// ropeTable returns the device copy of r.InvFreq, uploaded on first use.
+func (b *Backend) ropeTable(r *backend.Rope) (Arg, bool) {
+	if a, ok := b.ropes[r]; ok {
+		return a, true
+	}
+	if r.HeadDim <= 0 || r.HeadDim%2 != 0 || r.HeadDim > mslAttMaxHeadDim || len(r.InvFreq) != r.HeadDim/2 {
+		b.fail(fmt.Errorf("metal: rope: head dim %d with %d frequencies", r.HeadDim, len(r.InvFreq)))
+		return Arg{}, false
+	}
+	h, err := b.dev.NewBuffer(4 * len(r.InvFreq))
+	if err != nil {
+		b.fail(fmt.Errorf("metal: rope table: %w", err))
+		return Arg{}, false
+	}
+	a := Arg{Buf: h}
+	b.dev.Write(a, unsafe.Slice((*byte)(unsafe.Pointer(&r.InvFreq[0])), 4*len(r.InvFreq)))
+	b.ropes[r] = a
+	return a, true
+}
+
+func ropeStyle(s backend.RopeStyle) uint32 {
+	if s == backend.RopeInterleaved {
+		return mslRopeInterleaved
+	}
+	return mslRopeHalf
+}
+
+// Rope records the rotation of rows of x at positions pos.. in place.
+func (b *Backend) Rope(x backend.Buffer, rows, heads, pos int, rope *backend.Rope) {
+	b.barrier()
+	if rope == nil {
+		b.fail(errors.New("metal: rope: nil rope"))
+		return
+	}
+	inv, ok1 := b.ropeTable(rope)
+	xa, ok2 := b.buf("rope", x, rows*heads*rope.HeadDim)
+	if !ok1 || !ok2 || rows <= 0 || heads <= 0 || pos < 0 {
+		return
+	}
+	p := mslRopeParams{rows: uint32(rows), heads: uint32(heads), headDim: uint32(rope.HeadDim), pos: uint32(pos), style: ropeStyle(rope.Style)}
+	b.pl.encRope(groups1(rows*heads*rope.HeadDim/2, 256), [3]uint32{256, 1, 1}, xa, inv, &p)
+	b.lastRope = ropeRecord{index: len(b.pl.ds) - 1, x: xa, rows: rows, pos: pos, heads: heads, rope: rope, invFreq: inv}
+}
+
+// Attention records the cache write of k and v and causal attention of q over the cache.
+func (b *Backend) Attention(out, q, k, v backend.Buffer, cache backend.KVCache, layer, pos, rows int) {
+	fused := b.lastRope
+	b.barrier()
+	c, ok := cache.(*kvCache)
+	if !ok || c == nil || c.lens == nil {
+		b.fail(fmt.Errorf("metal: attention: cache %T does not belong to the metal backend", cache))
+		return
+	}
+	s := c.shape
+	if layer < 0 || layer >= s.Layers {
+		b.fail(fmt.Errorf("metal: attention: layer %d of a %d-layer cache", layer, s.Layers))
+		return
+	}
+	if rows <= 0 || pos < 0 || pos+rows > s.Context || pos > c.lens[layer] {
+		b.fail(fmt.Errorf("metal: attention: layer %d positions [%d, %d) with %d cached of context %d", layer, pos, pos+rows, c.lens[layer], s.Context))
+		return
+	}
+	qw, kvw := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
+	oa, ok1 := b.buf("attention", out, rows*qw)
+	qa, ok2 := b.buf("attention", q, rows*qw)
+	ka, ok3 := b.buf("attention", k, rows*kvw)
+	va, ok4 := b.buf("attention", v, rows*kvw)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return
+	}
+	layerOff := uint64(layer) * uint64(s.Context) * uint64(kvw) * 4
+	kc, vc := Arg{c.k, layerOff}, Arg{c.v, layerOff}
+	kp := mslKVStoreParams{rope: mslRopeParams{rows: uint32(rows), heads: uint32(s.KVHeads), headDim: uint32(s.HeadDim), pos: uint32(pos)}}
+	inv := ka
+	// The model rotated k just before: do that rotation while writing the cache.
+	if fused.index == len(b.pl.ds)-1 && fused.x == ka && fused.rows == rows && fused.pos == pos &&
+		fused.heads == s.KVHeads && fused.rope.HeadDim == s.HeadDim {
+		b.pl.ds = b.pl.ds[:fused.index]
+		kp.rotate, kp.rope.style, inv = 1, ropeStyle(fused.rope.Style), fused.invFreq
+	}
+	b.pl.encKvStore(groups1(rows*kvw/2, 256), [3]uint32{256, 1, 1}, ka, va, inv, kc, vc, &kp)
+	c.lens[layer] = pos + rows
+	ap := mslAttnParams{rows: uint32(rows), heads: uint32(s.Heads), kvHeads: uint32(s.KVHeads), headDim: uint32(s.HeadDim),
+		pos: uint32(pos), scale: float32(1 / math.Sqrt(float64(s.HeadDim)))}
+	if rows == 1 {
+		b.pl.encAttention([3]uint32{uint32(s.Heads), 1, 1}, [3]uint32{mslAttSimdgroups * mslSimd, 1, 1}, qa, kc, vc, oa, &ap)
+		return
+	}
+	b.pl.encAttentionBlock([3]uint32{uint32(s.Heads), uint32((rows + mslAtbRows - 1) / mslAtbRows), 1},
+		[3]uint32{mslAtbRows * mslSimd, 1, 1}, qa, kc, vc, oa, &ap)
+}
+
+// SiLUMul records dst = silu(gate)·up.
+func (b *Backend) SiLUMul(dst, gate, up backend.Buffer, n int) {
+	r := b.recent
+	b.barrier()
+	d, ok1 := b.buf("silumul", dst, n)
+	g, ok2 := b.buf("silumul", gate, n)
+	u, ok3 := b.buf("silumul", up, n)
+	if !ok1 || !ok2 || !ok3 || n <= 0 {
+		return
+	}
+	// The gate and up projections of x were the last two dispatches: one pass does all three.
+	if r[0].out == u && r[1].out == g {
+		r[0], r[1] = r[1], r[0]
+	}
+	// d must not be x: other threadgroups still read x while one writes d.
+	last := len(b.pl.ds) - 1
+	if r[0].index == last-1 && r[1].index == last && r[0].x == r[1].x && r[0].out == g && r[1].out == u &&
+		r[0].p.hasBias == 0 && r[1].p.hasBias == 0 && r[0].w.fused == r[1].w.fused &&
+		r[0].w.desc.rows == uint32(n) && r[1].w.desc.rows == uint32(n) && r[0].w.desc.cols == r[1].w.desc.cols &&
+		d.Buf != r[0].x.Buf {
+		b.pl.ds = b.pl.ds[:last-1]
+		wg, wu := r[0].w, r[1].w
+		p := mslMatVecPairParams{gate: wg.desc, up: wu.desc}
+		b.pl.encMatvecSilu(wg.fused, r[0].groups, mvThreads, wg.data, wg.scales, wg.biases, wu.data, wu.scales, wu.biases, r[0].x, g, u, d, &p)
+		return
+	}
+	b.pl.encSiluMul(groups1(n, 256), [3]uint32{256, 1, 1}, g, u, d, &mslEltParams{n: uint32(n)})
+}
+
+// encMatvecSilu records k, one of the matvec_silu family, which share matvec_silu_f32's
+// signature.
+func (pl *plan) encMatvecSilu(k kernelID, groups, threads [3]uint32, wg, sg, bg, wu, su, bu, x, gate, up, out Arg, p *mslMatVecPairParams) {
+	pl.encMatvecSiluF32(groups, threads, wg, sg, bg, wu, su, bu, x, gate, up, out, p)
+	pl.ds[len(pl.ds)-1].Kernel = k
+}
+
+// Add records dst += x.
+func (b *Backend) Add(dst, x backend.Buffer, n int) {
+	r := b.recent[1]
+	b.barrier()
+	d, ok1 := b.buf("add", dst, n)
+	s, ok2 := b.buf("add", x, n)
+	if !ok1 || !ok2 || n <= 0 {
+		return
+	}
+	// x is the output of the mat-vec just recorded: that pass adds it to dst too. dst must not
+	// be the mat-vec's input, which other threadgroups still read, nor its output.
+	if r.index == len(b.pl.ds)-1 && r.out == s && r.p.w.rows == uint32(n) && r.x.Buf != d.Buf && r.out.Buf != d.Buf {
+		b.pl.ds = b.pl.ds[:r.index]
+		r.p.addTo = 1
+		b.pl.encMatvec(r.w.matvec, r.groups, mvThreads, r.w.data, r.w.scales, r.w.biases, r.bias, r.x, r.out, d, &r.p)
+		return
+	}
+	b.pl.encAddInplace(groups1(n, 256), [3]uint32{256, 1, 1}, d, s, &mslEltParams{n: uint32(n)})
+}
+
+// flush runs the recorded plan, or drops it when an operation failed.
+func (b *Backend) flush() error {
+	defer func() {
+		b.pl.reset()
+		b.uploadN = 0
+		b.barrier()
+	}()
+	if b.err != nil {
+		err := b.err
+		b.err = nil
+		return err
+	}
+	if len(b.pl.ds) == 0 {
+		return nil
+	}
+	err := b.dev.Run(b.pl.ds)
+	b.freeDropped()
+	if err != nil {
+		return fmt.Errorf("metal: %s: %w", b.dev.Name(), err)
+	}
+	return nil
+}
+
+// Read submits the recorded step and copies the first len(dst) values of src.
+func (b *Backend) Read(dst []float32, src backend.Buffer) error {
+	a, ok := b.buf("read", src, len(dst))
+	if err := b.flush(); err != nil || !ok {
+		return err
+	}
+	if len(dst) > 0 {
+		b.dev.Read(unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*len(dst)), a)
+	}
+	return nil
+}
+
+// Sync submits the recorded step, waits for it and reports the first error since the last Sync.
+func (b *Backend) Sync() error { return b.flush() }
+
+// Close releases the device and everything allocated on it.
+func (b *Backend) Close() error { return b.dev.Close() }

@@ -1,0 +1,95 @@
+// Package metal is Laya's GPU backend: one implementation of backend.Backend that records each
+// forward step as a plan of kernel dispatches and submits it to a Device in a single call. Two
+// devices exist: the Metal GPU on darwin/arm64 (device_darwin.go) and, for tests anywhere, the
+// SIMT emulator in metal/emu, which runs the same kernels/*.metal sources compiled as C++.
+package metal
+
+//go:generate go run ./internal/genkernels
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// kernelID indexes kernelNames (generated from the kernel sources).
+type kernelID uint32
+
+// Buf is a device buffer handle; its meaning belongs to the Device.
+type Buf uint64
+
+// Arg is a buffer binding: a handle and a byte offset into it.
+type Arg struct {
+	Buf Buf
+	Off uint64
+}
+
+// Limits of one dispatch, shared with the C side of both devices.
+const (
+	maxArgs   = 12
+	maxParams = 16
+)
+
+// Dispatch is one kernel launch: Groups threadgroups of Threads threads, buffers Args[:NArgs] at
+// [[buffer(0..NArgs-1)]] and the parameter words Params[:NParams] at [[buffer(NArgs)]]. Its
+// layout is shared with C (emu.h, device_darwin.m): no Go pointers, fixed-size fields only.
+type Dispatch struct {
+	Kernel  kernelID
+	NArgs   uint32
+	Groups  [3]uint32
+	Threads [3]uint32
+	Args    [maxArgs]Arg
+	NParams uint32
+	Params  [maxParams]uint32
+}
+
+// Device is what the backend needs from a GPU: shared-memory buffers and ordered execution of a
+// step's dispatches.
+type Device interface {
+	// Name identifies the device in errors and Backend.Name.
+	Name() string
+	// NewBuffer returns a zeroed buffer of size bytes that the host can read and write.
+	NewBuffer(size int) (Buf, error)
+	// Wrap makes read-only weight bytes visible to kernels, in place when the device can.
+	Wrap(data []byte) (Arg, error)
+	// Free releases a buffer from NewBuffer.
+	Free(b Buf)
+	// Write copies src to the buffer at a byte offset; Read copies out of it. Neither waits.
+	Write(dst Arg, src []byte)
+	Read(dst []byte, src Arg)
+	// Run executes the dispatches in order, each seeing the writes of those before, and waits.
+	Run(plan []Dispatch) error
+	// Close releases the device and every buffer.
+	Close() error
+}
+
+// plan accumulates a step's dispatches; its slice is reused from step to step.
+type plan struct {
+	ds []Dispatch
+}
+
+func (pl *plan) next(k kernelID, groups, threads [3]uint32) *Dispatch {
+	pl.ds = append(pl.ds, Dispatch{})
+	d := &pl.ds[len(pl.ds)-1]
+	d.Kernel, d.Groups, d.Threads = k, groups, threads
+	return d
+}
+
+func (pl *plan) reset() { pl.ds = pl.ds[:0] }
+
+// String names a kernel for error messages.
+func (k kernelID) String() string {
+	if int(k) < len(kernelNames) {
+		return kernelNames[k]
+	}
+	return fmt.Sprintf("kernel(%d)", uint32(k))
+}
+
+// The C mirrors (emu.h, device_darwin.m) assert these same offsets.
+var (
+	_ [unsafe.Offsetof(Dispatch{}.Args) - 32]byte
+	_ [32 - unsafe.Offsetof(Dispatch{}.Args)]byte
+	_ [unsafe.Offsetof(Dispatch{}.Params) - 228]byte
+	_ [228 - unsafe.Offsetof(Dispatch{}.Params)]byte
+	_ [unsafe.Sizeof(Dispatch{}) - 296]byte
+	_ [296 - unsafe.Sizeof(Dispatch{})]byte
+)

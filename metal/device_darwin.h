@@ -1,0 +1,43 @@
+// device_darwin.h is the C interface of device_darwin.m. mtl_dispatch mirrors metal.Dispatch
+// field for field (same size and offsets as emu.h's emu_dispatch, asserted in device.go).
+#ifndef LAYA_METAL_DARWIN_H
+#define LAYA_METAL_DARWIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+  uint64_t buf;  // handle from mtl_new_buffer or mtl_wrap
+  uint64_t off;  // byte offset
+} mtl_arg;
+
+typedef struct {
+  uint32_t kid;
+  uint32_t nargs;
+  uint32_t groups[3];
+  uint32_t threads[3];
+  mtl_arg args[12];
+  uint32_t nparams;
+  uint32_t params[16];
+} mtl_dispatch;
+
+_Static_assert(sizeof(mtl_dispatch) == 296, "mtl_dispatch layout");
+_Static_assert(offsetof(mtl_dispatch, args) == 32, "mtl_dispatch layout");
+_Static_assert(offsetof(mtl_dispatch, params) == 228, "mtl_dispatch layout");
+
+// mtl_init opens the default GPU, compiles src once per process and makes a pipeline for each
+// of the n kernel names (ids are their indices). It returns NULL or an error to free().
+char* mtl_init(const char* src, const char** names, int n);
+// mtl_new_buffer returns a zeroed shared buffer, 0 on failure.
+uint64_t mtl_new_buffer(size_t size);
+// mtl_wrap exposes n bytes at p without copying when the page-rounded range can back a buffer
+// and p's offset in it is 16-byte aligned; otherwise it copies. *off receives p's offset.
+uint64_t mtl_wrap(const void* p, size_t n, uint64_t* off, int* copied);
+void mtl_free(uint64_t h);
+void mtl_write(uint64_t h, uint64_t off, const void* src, size_t n);
+void mtl_read(uint64_t h, uint64_t off, void* dst, size_t n);
+// mtl_run encodes the n dispatches in one command buffer (serial dispatch: each sees the writes
+// of the ones before), commits it and waits. It returns NULL or an error to free().
+char* mtl_run(const mtl_dispatch* d, int n);
+
+#endif

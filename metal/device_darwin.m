@@ -1,0 +1,146 @@
+// device_darwin.m: the Metal side of the darwin device. The device, queue, library and pipelines
+// are created once per process; buffers live in a table indexed by handle-1.
+#import <Foundation/Foundation.h>
+#import <Metal/Metal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "device_darwin.h"
+
+static id<MTLDevice> gDevice;
+static id<MTLCommandQueue> gQueue;
+static NSArray<id<MTLComputePipelineState>>* gPipelines;
+static NSMutableArray* gBuffers;  // id<MTLBuffer> or NSNull for a freed handle
+static char* gInitError;
+
+static char* dupError(NSString* what, NSError* err) {
+  NSString* s = err ? [NSString stringWithFormat:@"%@: %@", what, err.localizedDescription] : what;
+  return strdup(s.UTF8String);
+}
+
+char* mtl_init(const char* src, const char** names, int n) {
+  static dispatch_once_t once;
+  dispatch_once(&once, ^{
+    @autoreleasepool {
+      gDevice = MTLCreateSystemDefaultDevice();
+      if (!gDevice) {
+        gInitError = strdup("no Metal device");
+        return;
+      }
+      gQueue = [gDevice newCommandQueue];
+      NSError* err = nil;
+      MTLCompileOptions* opts = [MTLCompileOptions new];
+      id<MTLLibrary> lib = [gDevice newLibraryWithSource:[NSString stringWithUTF8String:src] options:opts error:&err];
+      if (!lib) {
+        gInitError = dupError(@"compiling kernels", err);
+        return;
+      }
+      NSMutableArray* pipes = [NSMutableArray arrayWithCapacity:n];
+      for (int i = 0; i < n; i++) {
+        NSString* name = [NSString stringWithUTF8String:names[i]];
+        id<MTLFunction> fn = [lib newFunctionWithName:name];
+        id<MTLComputePipelineState> p = fn ? [gDevice newComputePipelineStateWithFunction:fn error:&err] : nil;
+        if (!p) {
+          gInitError = dupError([NSString stringWithFormat:@"pipeline %@", name], err);
+          return;
+        }
+        [pipes addObject:p];
+      }
+      gPipelines = pipes;
+      gBuffers = [NSMutableArray new];
+    }
+  });
+  return gInitError ? strdup(gInitError) : NULL;
+}
+
+static uint64_t addBuffer(id<MTLBuffer> b) {
+  if (!b) return 0;
+  @synchronized(gBuffers) {
+    [gBuffers addObject:b];
+    return (uint64_t)gBuffers.count;
+  }
+}
+
+static id<MTLBuffer> buffer(uint64_t h) {
+  @synchronized(gBuffers) {
+    if (h == 0 || h > gBuffers.count) return nil;
+    id b = gBuffers[h - 1];
+    return b == [NSNull null] ? nil : b;
+  }
+}
+
+uint64_t mtl_new_buffer(size_t size) {
+  id<MTLBuffer> b = [gDevice newBufferWithLength:(size ? size : 1) options:MTLResourceStorageModeShared];
+  if (b) memset(b.contents, 0, b.length);
+  return addBuffer(b);
+}
+
+uint64_t mtl_wrap(const void* p, size_t n, uint64_t* off, int* copied) {
+  uintptr_t page = (uintptr_t)getpagesize();
+  uintptr_t start = (uintptr_t)p & ~(page - 1);
+  uintptr_t end = ((uintptr_t)p + n + page - 1) & ~(page - 1);
+  *off = (uintptr_t)p - start;
+  *copied = 0;
+  id<MTLBuffer> b = nil;
+  if (*off % 16 == 0) {
+    b = [gDevice newBufferWithBytesNoCopy:(void*)start length:end - start options:MTLResourceStorageModeShared deallocator:nil];
+  }
+  if (!b) {
+    b = [gDevice newBufferWithBytes:p length:n options:MTLResourceStorageModeShared];
+    *off = 0;
+    *copied = 1;
+  }
+  return addBuffer(b);
+}
+
+void mtl_free(uint64_t h) {
+  @synchronized(gBuffers) {
+    if (h > 0 && h <= gBuffers.count) gBuffers[h - 1] = [NSNull null];
+  }
+}
+
+void mtl_write(uint64_t h, uint64_t off, const void* src, size_t n) {
+  memcpy((char*)buffer(h).contents + off, src, n);
+}
+
+void mtl_read(uint64_t h, uint64_t off, void* dst, size_t n) {
+  memcpy(dst, (const char*)buffer(h).contents + off, n);
+}
+
+char* mtl_run(const mtl_dispatch* d, int n) {
+  @autoreleasepool {
+    id<MTLCommandBuffer> cb = [gQueue commandBuffer];
+    id<MTLComputeCommandEncoder> enc = [cb computeCommandEncoderWithDispatchType:MTLDispatchTypeSerial];
+    for (int i = 0; i < n; i++) {
+      const mtl_dispatch* x = &d[i];
+      if (x->kid >= gPipelines.count) {
+        [enc endEncoding];
+        return strdup("unknown kernel id");
+      }
+      id<MTLComputePipelineState> pipe = gPipelines[x->kid];
+      if ((NSUInteger)x->threads[0] * x->threads[1] * x->threads[2] > pipe.maxTotalThreadsPerThreadgroup) {
+        [enc endEncoding];
+        return dupError([NSString stringWithFormat:@"kernel %u: %u threads per threadgroup exceed the pipeline's %lu", x->kid,
+                                                   x->threads[0] * x->threads[1] * x->threads[2],
+                                                   (unsigned long)pipe.maxTotalThreadsPerThreadgroup], nil);
+      }
+      [enc setComputePipelineState:pipe];
+      for (uint32_t a = 0; a < x->nargs; a++) {
+        id<MTLBuffer> b = buffer(x->args[a].buf);
+        if (!b) {
+          [enc endEncoding];
+          return strdup("dispatch binds a freed or unknown buffer");
+        }
+        [enc setBuffer:b offset:x->args[a].off atIndex:a];
+      }
+      [enc setBytes:x->params length:4 * (x->nparams ? x->nparams : 1) atIndex:x->nargs];
+      [enc dispatchThreadgroups:MTLSizeMake(x->groups[0], x->groups[1], x->groups[2])
+          threadsPerThreadgroup:MTLSizeMake(x->threads[0], x->threads[1], x->threads[2])];
+    }
+    [enc endEncoding];
+    [cb commit];
+    [cb waitUntilCompleted];
+    if (cb.status == MTLCommandBufferStatusError) return dupError(@"command buffer", cb.error);
+    return NULL;
+  }
+}

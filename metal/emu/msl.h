@@ -1,0 +1,409 @@
+// msl.h makes Metal Shading Language kernels compile as C++17 with g++ and run under the SIMT
+// emulator in simt_linux.cpp. It covers exactly the subset of MSL that metal/kernels uses: address-space
+// qualifiers, scalar and small vector types, IEEE half with round-to-nearest-even, metal:: math,
+// simd and quad collectives, threadgroup memory and barriers, and simdgroup_matrix.
+//
+// Every emulated GPU thread is a fiber, so collectives and barriers really wait for the other
+// threads of the simdgroup or threadgroup. Threadgroup variables become static thread_local: one
+// copy per OS thread, shared by the fibers of the threadgroup that thread is running. Because of
+// that, a kernel must only declare threadgroup arrays (never a threadgroup variable with an
+// initializer) and must not pass threadgroup pointers to helper functions.
+#pragma once
+
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+typedef unsigned int uint;
+typedef unsigned short ushort;
+typedef unsigned char uchar;
+typedef unsigned long ulong;
+
+// Address spaces are plain memory here; [[attributes]] are ignored by g++ (-Wno-attributes) and
+// read by the binding generator instead.
+#define kernel
+#define device
+#define constant
+#define thread
+#define threadgroup static thread_local
+
+namespace msl {
+namespace rt {
+
+// Exchange publishes v to the calling thread's simdgroup, waits until every thread of the
+// simdgroup has published, and returns the 32 lane slots (valid for lanes below Width()).
+const uint64_t* Exchange(uint64_t v);
+// Width is the number of threads in the calling thread's simdgroup.
+uint32_t Width();
+// Lane is the calling thread's index in its simdgroup.
+uint32_t Lane();
+// Barrier waits until every thread of the threadgroup reaches a barrier.
+void Barrier();
+
+template <class T>
+uint64_t Pack(T v) {
+  static_assert(sizeof(T) <= 8, "simd value too large");
+  uint64_t u = 0;
+  std::memcpy(&u, &v, sizeof(T));
+  return u;
+}
+
+template <class T>
+T Unpack(uint64_t u) {
+  T v;
+  std::memcpy(&v, &u, sizeof(T));
+  return v;
+}
+
+}  // namespace rt
+}  // namespace msl
+
+// half is IEEE binary16. Conversions round to nearest even (GCC's _Float16); arithmetic between
+// halves rounds each result to half as the GPU does, mixed arithmetic promotes to float.
+struct half {
+  _Float16 v;
+  half() = default;
+  template <class T, class = std::enable_if_t<std::is_arithmetic<T>::value>>
+  explicit half(T f) : v(static_cast<_Float16>(static_cast<float>(f))) {}
+  operator float() const { return static_cast<float>(v); }
+  friend half operator+(half a, half b) { return half(float(a) + float(b)); }
+  friend half operator-(half a, half b) { return half(float(a) - float(b)); }
+  friend half operator*(half a, half b) { return half(float(a) * float(b)); }
+  friend half operator/(half a, half b) { return half(float(a) / float(b)); }
+  half operator-() const { return half(-float(*this)); }
+  half& operator+=(half b) { return *this = *this + b; }
+  half& operator*=(half b) { return *this = *this * b; }
+};
+
+// bfloat keeps the top 16 bits of a float, rounding to nearest even.
+struct bfloat {
+  uint16_t bits;
+  bfloat() = default;
+  template <class T, class = std::enable_if_t<std::is_arithmetic<T>::value>>
+  explicit bfloat(T x) {
+    float f = static_cast<float>(x);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      bits = static_cast<uint16_t>((u >> 16) | 0x40);
+    } else {
+      bits = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+    }
+  }
+  operator float() const {
+    uint32_t u = static_cast<uint32_t>(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+};
+
+// vec is MSL's vector types, with the component names and elementwise operators kernels use.
+template <class T, int N>
+struct vec;
+
+#define MSL_VEC_OPS(N)                                                              \
+  T& operator[](int i) { return (&x)[i]; }                                         \
+  const T& operator[](int i) const { return (&x)[i]; }                             \
+  friend vec operator+(vec a, const vec& b) {                                      \
+    for (int i = 0; i < N; i++) a[i] += b[i];                                      \
+    return a;                                                                      \
+  }                                                                                \
+  friend vec operator-(vec a, const vec& b) {                                      \
+    for (int i = 0; i < N; i++) a[i] -= b[i];                                      \
+    return a;                                                                      \
+  }                                                                                \
+  friend vec operator*(vec a, const vec& b) {                                      \
+    for (int i = 0; i < N; i++) a[i] *= b[i];                                      \
+    return a;                                                                      \
+  }                                                                                \
+  friend vec operator*(vec a, T s) {                                               \
+    for (int i = 0; i < N; i++) a[i] *= s;                                         \
+    return a;                                                                      \
+  }                                                                                \
+  vec& operator+=(const vec& b) { return *this = *this + b; }                      \
+  template <class U>                                                               \
+  explicit vec(const vec<U, N>& o) {                                               \
+    for (int i = 0; i < N; i++) (*this)[i] = static_cast<T>(o[i]);                 \
+  }
+
+template <class T>
+struct vec<T, 2> {
+  T x, y;
+  vec() = default;
+  explicit vec(T s) : x(s), y(s) {}
+  vec(T a, T b) : x(a), y(b) {}
+  MSL_VEC_OPS(2)
+};
+
+template <class T>
+struct vec<T, 3> {
+  T x, y, z;
+  vec() = default;
+  explicit vec(T s) : x(s), y(s), z(s) {}
+  vec(T a, T b, T c) : x(a), y(b), z(c) {}
+  MSL_VEC_OPS(3)
+};
+
+template <class T>
+struct vec<T, 4> {
+  T x, y, z, w;
+  vec() = default;
+  explicit vec(T s) : x(s), y(s), z(s), w(s) {}
+  vec(T a, T b, T c, T d) : x(a), y(b), z(c), w(d) {}
+  MSL_VEC_OPS(4)
+};
+#undef MSL_VEC_OPS
+
+#define MSL_VEC_TYPES(T, name) \
+  typedef vec<T, 2> name##2;   \
+  typedef vec<T, 3> name##3;   \
+  typedef vec<T, 4> name##4;
+MSL_VEC_TYPES(float, float)
+MSL_VEC_TYPES(half, half)
+MSL_VEC_TYPES(int, int)
+MSL_VEC_TYPES(uint, uint)
+MSL_VEC_TYPES(ushort, ushort)
+MSL_VEC_TYPES(uchar, uchar)
+MSL_VEC_TYPES(ulong, ulong)
+#undef MSL_VEC_TYPES
+
+namespace metal {
+
+// mem_flags are accepted for source compatibility; every barrier orders all memory here.
+enum class mem_flags { mem_none = 0, mem_device = 1, mem_threadgroup = 2 };
+
+template <class T, class U>
+T as_type(U u) {
+  static_assert(sizeof(T) == sizeof(U), "as_type needs equal sizes");
+  T t;
+  std::memcpy(&t, &u, sizeof(T));
+  return t;
+}
+
+inline float exp(float x) { return std::exp(x); }
+inline float exp2(float x) { return std::exp2(x); }
+inline float log(float x) { return std::log(x); }
+inline float sqrt(float x) { return std::sqrt(x); }
+inline float rsqrt(float x) { return 1.0f / std::sqrt(x); }
+inline float cos(float x) { return std::cos(x); }
+inline float sin(float x) { return std::sin(x); }
+inline float tanh(float x) { return std::tanh(x); }
+inline float abs(float x) { return std::fabs(x); }
+inline float fabs(float x) { return std::fabs(x); }
+inline float floor(float x) { return std::floor(x); }
+inline float fma(float a, float b, float c) { return std::fma(a, b, c); }
+inline bool isnan(float x) { return std::isnan(x); }
+inline bool isinf(float x) { return std::isinf(x); }
+inline float max(float a, float b) { return std::fmax(a, b); }
+inline float min(float a, float b) { return std::fmin(a, b); }
+inline float fmax(float a, float b) { return std::fmax(a, b); }
+inline float fmin(float a, float b) { return std::fmin(a, b); }
+inline int max(int a, int b) { return a > b ? a : b; }
+inline int min(int a, int b) { return a < b ? a : b; }
+inline uint max(uint a, uint b) { return a > b ? a : b; }
+inline uint min(uint a, uint b) { return a < b ? a : b; }
+inline float clamp(float x, float lo, float hi) { return min(max(x, lo), hi); }
+inline int clamp(int x, int lo, int hi) { return min(max(x, lo), hi); }
+inline uint clamp(uint x, uint lo, uint hi) { return min(max(x, lo), hi); }
+template <class T>
+T select(T a, T b, bool c) {
+  return c ? b : a;
+}
+
+// fast:: and precise:: variants compute the same precise result on the CPU, so a kernel's
+// tolerance against the CPU backend does not depend on which one it chose.
+namespace fast {
+inline float exp(float x) { return std::exp(x); }
+inline float exp2(float x) { return std::exp2(x); }
+inline float log(float x) { return std::log(x); }
+inline float rsqrt(float x) { return 1.0f / std::sqrt(x); }
+inline float sqrt(float x) { return std::sqrt(x); }
+inline float cos(float x) { return std::cos(x); }
+inline float sin(float x) { return std::sin(x); }
+inline float divide(float a, float b) { return a / b; }
+}  // namespace fast
+namespace precise {
+using fast::cos;
+using fast::exp;
+using fast::log;
+using fast::rsqrt;
+using fast::sin;
+using fast::sqrt;
+}  // namespace precise
+
+inline void threadgroup_barrier(mem_flags) { msl::rt::Barrier(); }
+inline void simdgroup_barrier(mem_flags) { msl::rt::Exchange(0); }
+
+// Simd collectives: every thread of the simdgroup must call them (no divergent calls; the
+// emulator reports a deadlock otherwise). Reductions run in lane order, so they are
+// deterministic.
+template <class T>
+T simd_sum(T v) {
+  const uint64_t* s = msl::rt::Exchange(msl::rt::Pack(v));
+  T r = msl::rt::Unpack<T>(s[0]);
+  for (uint32_t i = 1; i < msl::rt::Width(); i++) r += msl::rt::Unpack<T>(s[i]);
+  return r;
+}
+
+template <class T>
+T simd_max(T v) {
+  const uint64_t* s = msl::rt::Exchange(msl::rt::Pack(v));
+  T r = msl::rt::Unpack<T>(s[0]);
+  for (uint32_t i = 1; i < msl::rt::Width(); i++) r = max(r, msl::rt::Unpack<T>(s[i]));
+  return r;
+}
+
+template <class T>
+T simd_min(T v) {
+  const uint64_t* s = msl::rt::Exchange(msl::rt::Pack(v));
+  T r = msl::rt::Unpack<T>(s[0]);
+  for (uint32_t i = 1; i < msl::rt::Width(); i++) r = min(r, msl::rt::Unpack<T>(s[i]));
+  return r;
+}
+
+// lane_value returns lane src's value, or the caller's own when src is outside the simdgroup
+// (what the hardware leaves in place for out-of-range shuffles).
+template <class T>
+T lane_value(T v, uint32_t src) {
+  const uint64_t* s = msl::rt::Exchange(msl::rt::Pack(v));
+  return src < msl::rt::Width() ? msl::rt::Unpack<T>(s[src]) : v;
+}
+
+template <class T>
+T simd_shuffle(T v, ushort lane) {
+  return lane_value(v, lane);
+}
+template <class T>
+T simd_broadcast(T v, ushort lane) {
+  return lane_value(v, lane);
+}
+template <class T>
+T simd_shuffle_down(T v, ushort delta) {
+  return lane_value(v, msl::rt::Lane() + delta);
+}
+template <class T>
+T simd_shuffle_up(T v, ushort delta) {
+  uint32_t l = msl::rt::Lane();
+  return lane_value(v, l >= delta ? l - delta : 32u);
+}
+template <class T>
+T simd_shuffle_xor(T v, ushort mask) {
+  return lane_value(v, msl::rt::Lane() ^ mask);
+}
+
+// Quad collectives act on lanes 4k..4k+3 of the simdgroup.
+template <class T>
+T quad_sum(T v) {
+  const uint64_t* s = msl::rt::Exchange(msl::rt::Pack(v));
+  uint32_t base = msl::rt::Lane() & ~3u;
+  T r = msl::rt::Unpack<T>(s[base]);
+  for (uint32_t i = base + 1; i < base + 4 && i < msl::rt::Width(); i++) r += msl::rt::Unpack<T>(s[i]);
+  return r;
+}
+template <class T>
+T quad_shuffle(T v, ushort lane) {
+  return lane_value(v, (msl::rt::Lane() & ~3u) + (lane & 3u));
+}
+template <class T>
+T quad_shuffle_xor(T v, ushort mask) {
+  return lane_value(v, msl::rt::Lane() ^ (mask & 3u));
+}
+
+// simdgroup_matrix: each emulated thread holds the whole tile. The operations are uniform over
+// the simdgroup, so every thread computes the same tile the hardware spreads across its lanes.
+// They need no synchronization of their own: as on the GPU, the memory they read or write is
+// ordered only by the kernel's barriers.
+template <class T, int R, int C>
+struct simdgroup_matrix {
+  T e[R][C];
+  simdgroup_matrix() = default;
+  explicit simdgroup_matrix(T v) {
+    for (int r = 0; r < R; r++)
+      for (int c = 0; c < C; c++) e[r][c] = v;
+  }
+};
+typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
+typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
+
+template <class T, int R, int C>
+simdgroup_matrix<T, R, C> make_filled_simdgroup_matrix(T v) {
+  return simdgroup_matrix<T, R, C>(v);
+}
+
+// simdgroup_load reads the tile whose top-left element is src[origin.y*elements_per_row +
+// origin.x]; transpose reads the transposed tile of that same source region.
+template <class T, class S, int R, int C>
+void simdgroup_load(simdgroup_matrix<T, R, C>& m, const S* src, ulong elements_per_row = C,
+                    ulong2 origin = ulong2(0), bool transpose = false) {
+  for (int r = 0; r < R; r++)
+    for (int c = 0; c < C; c++) {
+      ulong row = transpose ? c : r, col = transpose ? r : c;
+      m.e[r][c] = T(src[(origin.y + row) * elements_per_row + origin.x + col]);
+    }
+}
+
+template <class T, class D, int R, int C>
+void simdgroup_store(const simdgroup_matrix<T, R, C>& m, D* dst, ulong elements_per_row = C,
+                     ulong2 origin = ulong2(0)) {
+  for (int r = 0; r < R; r++)
+    for (int c = 0; c < C; c++) dst[(origin.y + r) * elements_per_row + origin.x + c] = D(m.e[r][c]);
+}
+
+// simdgroup_multiply_accumulate sets d = a*b + c, accumulating in float.
+template <class T, int M, int K, int N>
+void simdgroup_multiply_accumulate(simdgroup_matrix<T, M, N>& d, const simdgroup_matrix<T, M, K>& a,
+                                   const simdgroup_matrix<T, K, N>& b, const simdgroup_matrix<T, M, N>& c) {
+  // Row by row with j innermost, so the compiler vectorizes what every lane repeats.
+  simdgroup_matrix<T, M, N> out;
+  for (int i = 0; i < M; i++) {
+    float s[N];
+    for (int j = 0; j < N; j++) s[j] = float(c.e[i][j]);
+    for (int k = 0; k < K; k++) {
+      float aik = float(a.e[i][k]);
+      for (int j = 0; j < N; j++) s[j] += aik * float(b.e[k][j]);
+    }
+    for (int j = 0; j < N; j++) out.e[i][j] = T(s[j]);
+  }
+  d = out;
+}
+
+}  // namespace metal
+
+// The attribute values a kernel parameter may ask for, converted to its declared type.
+namespace msl {
+struct Ids {
+  uint3 tpig, tgpig, tpitg, tptg, tgpg;
+  uint tiitg, tiisg, sgitg, sptg, tpsg;
+};
+
+template <class T>
+T Attr(uint3 v);
+template <>
+inline uint Attr<uint>(uint3 v) { return v.x; }
+template <>
+inline ushort Attr<ushort>(uint3 v) { return static_cast<ushort>(v.x); }
+template <>
+inline uint2 Attr<uint2>(uint3 v) { return uint2(v.x, v.y); }
+template <>
+inline uint3 Attr<uint3>(uint3 v) { return v; }
+template <>
+inline ushort2 Attr<ushort2>(uint3 v) { return ushort2(ushort(v.x), ushort(v.y)); }
+template <>
+inline ushort3 Attr<ushort3>(uint3 v) { return ushort3(ushort(v.x), ushort(v.y), ushort(v.z)); }
+
+// Scalar attributes (indices) read the same way as one-component grid attributes.
+template <class T>
+T Attr(uint v) {
+  return static_cast<T>(v);
+}
+
+// Kernel is the generated trampoline type: it unpacks bound buffers and attributes and calls one
+// kernel function for the current thread.
+typedef void (*Kernel)(void* const* bufs, const Ids& ids);
+}  // namespace msl
+
+using namespace metal;

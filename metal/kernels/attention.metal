@@ -1,0 +1,151 @@
+// attention.metal: causal attention of query rows over the KV cache with online softmax; query
+// row r sees positions 0..pos+r. The caches are bound at the layer's position 0.
+//
+// `attention` is for decode: one threadgroup per head. Its ATT_SIMDGROUPS simdgroups take
+// interleaved chunks of 32 positions; in a chunk, lane l scores position 32c+l against q (staged
+// in threadgroup memory), the chunk's weights update a running max and normalizer, and lane l
+// accumulates dims l, l+32, ... of the weighted values, taking each position's weight by
+// broadcast. Per 32 positions that is one simd_max, one simd_sum and 32 broadcasts instead of
+// 32 simd_sums. The simdgroups' partial results merge through threadgroup memory at the end.
+
+#define ATT_SIMDGROUPS 8
+#define ATT_MAX_HEAD_DIM 256
+#define ATT_DIMS_PER_LANE (ATT_MAX_HEAD_DIM / SIMD)
+
+struct AttnParams {
+  uint rows;      // query rows
+  uint heads;
+  uint kvHeads;
+  uint headDim;
+  uint pos;       // position of query row 0
+  float scale;
+};
+
+kernel void attention(device const float* q [[buffer(0)]], device const float* kcache [[buffer(1)]],
+                      device const float* vcache [[buffer(2)]], device float* out [[buffer(3)]],
+                      constant AttnParams& p [[buffer(4)]], uint2 tg [[threadgroup_position_in_grid]],
+                      uint tid [[thread_index_in_threadgroup]], uint sg [[simdgroup_index_in_threadgroup]],
+                      uint lane [[thread_index_in_simdgroup]]) {
+  threadgroup float qs[ATT_MAX_HEAD_DIM];
+  threadgroup float tmax[ATT_SIMDGROUPS];
+  threadgroup float tsum[ATT_SIMDGROUPS];
+  threadgroup float tacc[ATT_SIMDGROUPS * ATT_MAX_HEAD_DIM];
+  const uint h = tg.x, hd = p.headDim;
+  const uint kvh = h / (p.heads / p.kvHeads), kvStride = p.kvHeads * hd;
+  device const float* qr = q + h * hd;
+  for (uint d = tid; d < hd; d += ATT_SIMDGROUPS * SIMD) qs[d] = qr[d] * p.scale;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  float acc[ATT_DIMS_PER_LANE];
+  for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) acc[j] = 0.0f;
+  // -FLT_MAX, not -INFINITY: fast math may assume no infinities. exp(-FLT_MAX - s) is 0.
+  float m = -FLT_MAX, l = 0.0f;
+  const uint last = p.pos;
+  for (uint t0 = sg * SIMD; t0 <= last; t0 += ATT_SIMDGROUPS * SIMD) {
+    const uint n = min(uint(SIMD), last - t0 + 1);  // positions of this chunk, uniform
+    const uint t = t0 + min(lane, n - 1);
+    device const float* kp = kcache + t * kvStride + kvh * hd;
+    float s = 0.0f;
+    for (uint d = 0; d < hd; d++) s += qs[d] * kp[d];
+    s = lane < n ? s : -FLT_MAX;
+    const float mn = max(m, simd_max(s));
+    const float w = lane < n ? exp(s - mn) : 0.0f;
+    const float corr = exp(m - mn);
+    l = l * corr + simd_sum(w);
+    for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) acc[j] *= corr;
+    for (uint i = 0; i < n; i++) {
+      const float wi = simd_broadcast(w, ushort(i));
+      device const float* vp = vcache + (t0 + i) * kvStride + kvh * hd;
+      for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) {
+        uint d = lane + SIMD * j;
+        if (d < hd) acc[j] += wi * vp[d];
+      }
+    }
+    m = mn;
+  }
+  if (lane == 0) {
+    tmax[sg] = m;
+    tsum[sg] = l;
+  }
+  for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) {
+    uint d = lane + SIMD * j;
+    if (d < hd) tacc[sg * ATT_MAX_HEAD_DIM + d] = acc[j];
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  float mx = tmax[0];
+  for (uint i = 1; i < ATT_SIMDGROUPS; i++) mx = max(mx, tmax[i]);
+  float total = 0.0f;
+  for (uint i = 0; i < ATT_SIMDGROUPS; i++) total += tsum[i] * exp(tmax[i] - mx);
+  device float* o = out + h * hd;
+  for (uint d = tid; d < hd; d += ATT_SIMDGROUPS * SIMD) {
+    float v = 0.0f;
+    for (uint i = 0; i < ATT_SIMDGROUPS; i++) v += tacc[i * ATT_MAX_HEAD_DIM + d] * exp(tmax[i] - mx);
+    o[d] = v / total;
+  }
+}
+
+// attention_block is for a prefill block: a threadgroup takes ATB_ROWS consecutive query rows of
+// one head, one per simdgroup, and walks the positions in tiles of ATB_TILE that all threads
+// stage in threadgroup memory, so K and V are read from device memory once per ATB_ROWS rows
+// rather than once per row. Loop bounds and barriers are uniform over the threadgroup; each
+// simdgroup skips positions past its own row's last, and rows past the end compute nothing.
+// Grid: (heads, ceil(rows/ATB_ROWS)) threadgroups of ATB_ROWS*32 threads.
+#define ATB_ROWS 4
+#define ATB_TILE 8
+
+kernel void attention_block(device const float* q [[buffer(0)]], device const float* kcache [[buffer(1)]],
+                            device const float* vcache [[buffer(2)]], device float* out [[buffer(3)]],
+                            constant AttnParams& p [[buffer(4)]], uint2 tg [[threadgroup_position_in_grid]],
+                            uint tid [[thread_index_in_threadgroup]], uint sg [[simdgroup_index_in_threadgroup]],
+                            uint lane [[thread_index_in_simdgroup]]) {
+  threadgroup float ks[ATB_TILE * ATT_MAX_HEAD_DIM];
+  threadgroup float vs[ATB_TILE * ATT_MAX_HEAD_DIM];
+  const uint h = tg.x, hd = p.headDim;
+  const uint kvh = h / (p.heads / p.kvHeads), kvStride = p.kvHeads * hd;
+  const uint r0 = tg.y * ATB_ROWS, r = r0 + sg;
+  const bool valid = r < p.rows;
+  // The last position any row of this threadgroup sees, and this row's own.
+  const uint lastAll = p.pos + min(r0 + ATB_ROWS, p.rows) - 1;
+  const uint last = p.pos + r;
+  float qv[ATT_DIMS_PER_LANE], acc[ATT_DIMS_PER_LANE];
+  device const float* qr = q + (min(r, p.rows - 1) * p.heads + h) * hd;
+  for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) {
+    uint d = lane + SIMD * j;
+    qv[j] = d < hd ? qr[d] * p.scale : 0.0f;
+    acc[j] = 0.0f;
+  }
+  float m = -FLT_MAX, l = 0.0f;
+  for (uint t0 = 0; t0 <= lastAll; t0 += ATB_TILE) {
+    for (uint e = tid; e < ATB_TILE * hd; e += ATB_ROWS * SIMD) {
+      uint t = t0 + e / hd, d = e % hd;
+      bool in = t <= lastAll;
+      ks[e] = in ? kcache[t * kvStride + kvh * hd + d] : 0.0f;
+      vs[e] = in ? vcache[t * kvStride + kvh * hd + d] : 0.0f;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint i = 0; i < ATB_TILE; i++) {
+      uint t = t0 + i;
+      if (!valid || t > last) break;
+      float dot = 0.0f;
+      for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) {
+        uint d = lane + SIMD * j;
+        if (d < hd) dot += qv[j] * ks[i * hd + d];
+      }
+      float s = simd_sum(dot);
+      float mn = max(m, s);
+      float corr = exp(m - mn), e = exp(s - mn);
+      l = l * corr + e;
+      for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) {
+        uint d = lane + SIMD * j;
+        if (d < hd) acc[j] = acc[j] * corr + e * vs[i * hd + d];
+      }
+      m = mn;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+  if (!valid) return;
+  device float* o = out + (r * p.heads + h) * hd;
+  for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) {
+    uint d = lane + SIMD * j;
+    if (d < hd) o[d] = acc[j] / l;
+  }
+}

@@ -1,0 +1,68 @@
+// rope.metal: rotary position embedding, alone (queries) or fused with the KV-cache write (keys
+// and values, one pass instead of a rotation then a copy).
+
+#define ROPE_HALF 0
+#define ROPE_INTERLEAVED 1
+
+struct RopeParams {
+  uint rows;     // positions pos .. pos+rows-1
+  uint heads;
+  uint headDim;
+  uint pos;
+  uint style;    // ROPE_*
+};
+
+// rope_pair returns the indices, within a head, of rotation pair i.
+inline uint2 rope_pair(uint i, uint headDim, uint style) {
+  return style == ROPE_HALF ? uint2(i, i + headDim / 2) : uint2(2 * i, 2 * i + 1);
+}
+
+// rope rotates x in place; one thread per (row, head, pair).
+kernel void rope(device float* x [[buffer(0)]], device const float* invFreq [[buffer(1)]],
+                 constant RopeParams& p [[buffer(2)]], uint gid [[thread_position_in_grid]]) {
+  uint half_ = p.headDim / 2;
+  if (gid >= p.rows * p.heads * half_) return;
+  uint i = gid % half_, h = (gid / half_) % p.heads, r = gid / (half_ * p.heads);
+  float a = float(p.pos + r) * invFreq[i];
+  float c = cos(a), s = sin(a);
+  uint2 d = rope_pair(i, p.headDim, p.style);
+  device float* v = x + (r * p.heads + h) * p.headDim;
+  float x0 = v[d.x], x1 = v[d.y];
+  v[d.x] = x0 * c - x1 * s;
+  v[d.y] = x0 * s + x1 * c;
+}
+
+struct KVStoreParams {
+  RopeParams rope;  // heads = KV heads
+  uint rotate;      // 1: k still needs its rotation
+};
+
+// kv_store writes rows of k (rotated when p.rotate, and then also back into k, so k holds what
+// a separate rope pass would have left there) and v into the caches (bound at the layer's position 0) at positions pos..;
+// one thread per (row, KV head, pair).
+kernel void kv_store(device float* k [[buffer(0)]], device const float* v [[buffer(1)]],
+                     device const float* invFreq [[buffer(2)]], device float* kcache [[buffer(3)]],
+                     device float* vcache [[buffer(4)]], constant KVStoreParams& p [[buffer(5)]],
+                     uint gid [[thread_position_in_grid]]) {
+  RopeParams rp = p.rope;
+  uint half_ = rp.headDim / 2;
+  if (gid >= rp.rows * rp.heads * half_) return;
+  uint i = gid % half_, h = (gid / half_) % rp.heads, r = gid / (half_ * rp.heads);
+  uint2 d = rope_pair(i, rp.headDim, rp.style);
+  uint src = (r * rp.heads + h) * rp.headDim;
+  uint dst = ((rp.pos + r) * rp.heads + h) * rp.headDim;
+  float x0 = k[src + d.x], x1 = k[src + d.y];
+  if (p.rotate != 0) {
+    float a = float(rp.pos + r) * invFreq[i];
+    float c = cos(a), s = sin(a);
+    float y0 = x0 * c - x1 * s, y1 = x0 * s + x1 * c;
+    x0 = y0;
+    x1 = y1;
+    k[src + d.x] = x0;
+    k[src + d.y] = x1;
+  }
+  kcache[dst + d.x] = x0;
+  kcache[dst + d.y] = x1;
+  vcache[dst + d.x] = v[src + d.x];
+  vcache[dst + d.y] = v[src + d.y];
+}
