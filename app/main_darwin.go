@@ -155,10 +155,8 @@ func (a *app) rescan() {
 	}
 	if dir, err := a.config().ModelsDir(); err != nil {
 		log.Print(err)
-	} else if more, err := menu.Scan(dir); err != nil {
-		log.Printf("models: %v", err)
 	} else {
-		found = append(found, more...)
+		found = append(found, menu.Scan(dir, models.OpenProbe)...)
 	}
 	a.setState(func(s *menu.State) { s.Installed = found })
 }

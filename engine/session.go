@@ -87,7 +87,9 @@ func (s *Session) Close() {
 // session's cache already holds, then samples up to MaxTokens tokens, calling emit (which may be
 // nil) per token; emit returning an error stops generation with that error. ctx is checked
 // between tokens and between prefill chunks: cancellation returns the partial Result with Stop
-// "canceled" and ctx.Err().
+// "canceled" and ctx.Err(). Its allocations do not grow with the number of tokens generated,
+// except where text is held back for a stop string or a token's text depends on its neighbours
+// (a run of byte tokens).
 func (s *Session) Generate(ctx context.Context, prompt []int32, p Sampling, emit func(Token) error) (res Result, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -147,8 +149,10 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, p Sampling, emit
 	steps := min(p.MaxTokens, m.ctxLen-len(prompt)+1)
 	tops := make([]TokenLogprob, steps*p.Logprobs)
 	res.IDs = make([]int32, 0, steps)
-	var out strings.Builder
-	defer func() { res.Text = out.String() }()
+	// Texts are joined once at the end: a growing buffer would allocate again and again as the
+	// output gets longer.
+	texts := make([]string, 0, steps)
+	defer func() { res.Text = strings.Join(texts, "") }()
 	text := newTextStream(m.tok, prompt)
 	s.smp.rng.seed(p.Seed)
 	window := p.RepeatWindow
@@ -204,7 +208,7 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, p Sampling, emit
 		}
 
 		res.IDs = append(res.IDs, id)
-		out.WriteString(tok.Text)
+		texts = append(texts, tok.Text)
 		if emit != nil {
 			if err := emit(tok); err != nil {
 				res.Stop = "canceled"

@@ -127,6 +127,11 @@ func modelItems(s State) []Item {
 	installed := map[string]bool{}
 	for _, m := range s.Installed {
 		installed[m.Name] = true
+		if dir, _, ok := strings.Cut(m.Name, "/"); ok {
+			// A GGUF model is named "<dir>/<file>", and a catalog entry installs into the
+			// directory its ID names.
+			installed[dir] = true
+		}
 		items = append(items, Item{Title: m.Name, Action: UseModel, Arg: m.Path, Enabled: !s.Loading, Checked: m.Path == s.Current})
 	}
 	var offers []Item

@@ -116,3 +116,22 @@ func TestBuildWarningsAndDisabled(t *testing.T) {
 		t.Errorf("empty models submenu %q", titles(m))
 	}
 }
+
+// TestInstalledGGUFHidesOffer: a catalog GGUF model installs into the directory its ID names
+// and is then listed as "<id>/<file>.gguf", which must count as installed.
+func TestInstalledGGUFHidesOffer(t *testing.T) {
+	s := State{
+		Installed: []Installed{{Name: "tiny/tiny-q4_k_m.gguf", Path: "/m/tiny/tiny-q4_k_m.gguf"}},
+		Offers:    []Offer{{ID: "tiny", Name: "Tiny", SizeMB: 100}, {ID: "other", Name: "Other", SizeMB: 200}},
+	}
+	got := titles(find(t, Build(s), "Models").Submenu)
+	want := []string{"tiny/tiny-q4_k_m.gguf", "---", "Download Other (200 MB)…"}
+	if len(got) != len(want) {
+		t.Fatalf("models %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("model item %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+}

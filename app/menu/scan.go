@@ -1,47 +1,18 @@
 package menu
 
-import (
-	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"sort"
-	"strings"
-)
+import "github.com/layaapp/laya/models"
 
-// Scan lists the models in dir: subdirectories holding a config.json (HuggingFace or MLX
-// layout) or a .gguf file, and .gguf files directly in dir. Hidden entries, such as downloads
-// still in progress, are skipped. A missing dir has no models.
-func Scan(dir string) ([]Installed, error) {
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
+// Scan lists the models installed in Laya's models directory dir that the engine can run, found
+// by models.Discover exactly as `laya models` finds them and checked with probe (models.OpenProbe
+// in the app). A model is named as Discover names it: its directory, plus "/<file>.gguf" for a
+// GGUF file. A missing dir has no models.
+func Scan(dir string, probe models.Probe) []Installed {
 	var out []Installed
-	for _, e := range ents {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") {
-			continue
-		}
-		path := filepath.Join(dir, name)
-		if !e.IsDir() {
-			if strings.HasSuffix(name, ".gguf") {
-				out = append(out, Installed{Name: strings.TrimSuffix(name, ".gguf"), Path: path})
-			}
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(path, "config.json")); err == nil {
-			out = append(out, Installed{Name: name, Path: path})
-			continue
-		}
-		ggufs, _ := filepath.Glob(filepath.Join(path, "*.gguf"))
-		if len(ggufs) > 0 {
-			sort.Strings(ggufs)
-			out = append(out, Installed{Name: name, Path: ggufs[0]})
+	for _, f := range models.Discover(models.Locations{Laya: dir}, probe) {
+		// A model the engine cannot open would only fail when picked; `laya models` says why.
+		if f.Runnable {
+			out = append(out, Installed{Name: f.Name, Path: f.Path})
 		}
 	}
-	return out, nil
+	return out
 }

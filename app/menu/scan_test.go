@@ -1,31 +1,43 @@
 package menu
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/layaapp/laya/models"
 )
 
 func TestScan(t *testing.T) {
 	dir := t.TempDir()
 	mk := func(rel string) {
 		p := filepath.Join(dir, rel)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		os.WriteFile(p, []byte("x"), 0o644)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	mk("mlx-model/config.json")
+	mk("mlx-model/model.safetensors")
 	mk("gguf-model/model-q4_k.gguf")
-	mk("loose.gguf")
-	mk(".qwen.partial/config.json")
+	mk("unsupported/config.json")
+	mk("unsupported/model.safetensors")
+	mk(".qwen.partial/config.json") // a download in progress
+	mk(".qwen.partial/model.safetensors")
 	mk("empty-dir/readme.txt")
 	mk("notes.txt")
-	got, err := Scan(dir)
-	if err != nil {
-		t.Fatal(err)
+	probe := func(path string) (models.ProbeResult, error) {
+		if filepath.Base(path) == "unsupported" {
+			return models.ProbeResult{}, errors.New("architecture gemma is not supported")
+		}
+		return models.ProbeResult{Arch: "llama"}, nil
 	}
+	got := Scan(dir, probe)
 	want := []Installed{
-		{Name: "gguf-model", Path: filepath.Join(dir, "gguf-model/model-q4_k.gguf")},
-		{Name: "loose", Path: filepath.Join(dir, "loose.gguf")},
+		{Name: "gguf-model/model-q4_k.gguf", Path: filepath.Join(dir, "gguf-model", "model-q4_k.gguf")},
 		{Name: "mlx-model", Path: filepath.Join(dir, "mlx-model")},
 	}
 	if len(got) != len(want) {
@@ -36,7 +48,7 @@ func TestScan(t *testing.T) {
 			t.Errorf("entry %d = %+v, want %+v", i, got[i], want[i])
 		}
 	}
-	if got, err := Scan(filepath.Join(dir, "missing")); err != nil || len(got) != 0 {
-		t.Errorf("missing dir: %v, %v", got, err)
+	if got := Scan(filepath.Join(dir, "missing"), probe); len(got) != 0 {
+		t.Errorf("missing dir: %+v", got)
 	}
 }

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -138,6 +139,118 @@ func TestConcurrentEncode(t *testing.T) {
 	for g := 0; g < 4; g++ {
 		if err := <-done; err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// TestStreamNextAllocs: once a stream is under way, ordinary tokens (words, punctuation, code,
+// indentation) come out of Next without allocating, and the pieces still add up to Decode.
+func TestStreamNextAllocs(t *testing.T) {
+	text := "The quick brown fox jumps over the lazy dog, then naps. def add(a, b): return a + b"
+	for _, name := range []string{"llama2", "qwen2.5", "laya-code"} {
+		tk := loadTokenizer(t, name)
+		ids := tk.Encode(text, false)
+		if got, want := streamAll(t, tk, ids, false), tk.Decode(ids, false); got != want {
+			t.Fatalf("%s: stream %q, Decode %q", name, got, want)
+		}
+		d := tk.NewDecoder(false)
+		d.Next(ids[0])
+		// Each run continues the same stream, so the text keeps following a settled context.
+		allocs := testing.AllocsPerRun(10, func() {
+			for _, id := range ids[1:] {
+				d.Next(id)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %v allocations per %d tokens", name, allocs, len(ids)-1)
+		}
+	}
+}
+
+// TestStreamPieces checks the precomputed pieces by hand for tokens whose decoding is known
+// from the decoders' definitions, and that the tokens that depend on context have none.
+func TestStreamPieces(t *testing.T) {
+	cases := []struct {
+		name, tok, piece string
+	}{
+		{"llama2", "▁the", " the"}, // Replace ▁ -> space; the Strip only touches the stream start
+		{"llama2", "ing", "ing"},
+		{"llama2", "<0x0A>", ""}, // a byte: ByteFallback joins it with its run
+		{"llama2", "▁", ""},      // alone it decodes to nothing, so it cannot be a context
+		{"qwen2.5", "Ġthe", " the"},
+		{"qwen2.5", "Ċ", "\n"},
+		{"qwen2.5", "<|im_end|>", "<|im_end|>"},
+		{"qwen2.5", "æ", ""}, // the lone byte E6: the start of a character
+		{"laya-code", "▁▁▁▁", "    "},
+	}
+	for _, c := range cases {
+		tk := loadTokenizer(t, c.name)
+		id, ok := tk.TokenID(c.tok)
+		if !ok {
+			t.Fatalf("%s: no token %q", c.name, c.tok)
+		}
+		if got := tk.pieces[id]; got != c.piece {
+			t.Errorf("%s: piece of %q = %q, want %q", c.name, c.tok, got, c.piece)
+		}
+	}
+}
+
+// TestStreamDecoderShapes streams random ids through tokenizers with each decoder shape the
+// fast path reasons about (and shapes it must leave to the general path): the pieces must add up
+// to Decode whatever mix of plain, byte and context-dependent tokens comes.
+func TestStreamDecoderShapes(t *testing.T) {
+	toks := []string{"<unk>", "▁", "▁▁", "a", "b", "▁a", "▁b", "a▁", " ", "  x", "x ", "<0xE2>", "<0x82>",
+		"<0xAC>", "<0x41>", "€", "Ġ", "Ġx", "Ã", "©", "é", "\uFFFD"}
+	vocab := map[string]int{}
+	for i, s := range toks {
+		vocab[s] = i
+	}
+	vj, _ := json.Marshal(vocab)
+	model := fmt.Sprintf(`{"type":"BPE","unk_token":"<unk>","vocab":%s,"merges":[]}`, vj)
+	llamaSeq := `{"type":"Sequence","decoders":[{"type":"Replace","pattern":{"String":"▁"},"content":" "},{"type":"ByteFallback"},{"type":"Fuse"},{"type":"Strip","content":" ","start":%d,"stop":%d}]}`
+	shapes := []struct {
+		decoder string
+		fast    bool // whether some tokens get pieces
+	}{
+		{"null", true},
+		{`{"type":"Fuse"}`, true},
+		{fmt.Sprintf(llamaSeq, 1, 0), true},
+		{fmt.Sprintf(llamaSeq, 2, 0), false},
+		{fmt.Sprintf(llamaSeq, 1, 1), false},
+		{`{"type":"Metaspace","replacement":"▁","prepend_scheme":"always"}`, true},
+		{`{"type":"Metaspace","replacement":"▁","prepend_scheme":"never"}`, true},
+		{`{"type":"ByteLevel"}`, true},
+		{`{"type":"Sequence","decoders":[{"type":"ByteLevel"},{"type":"Strip","content":" ","start":1,"stop":0}]}`, true},
+		{`{"type":"Sequence","decoders":[{"type":"ByteFallback"},{"type":"Metaspace","replacement":"▁","prepend_scheme":"first"},{"type":"Fuse"},{"type":"Strip","content":" ","start":1,"stop":0}]}`, true},
+		{`{"type":"Sequence","decoders":[{"type":"Replace","pattern":{"String":"▁"},"content":" "},{"type":"Strip","content":" ","start":1,"stop":1},{"type":"Fuse"}]}`, true},
+		{`{"type":"Sequence","decoders":[{"type":"Fuse"},{"type":"Replace","pattern":{"String":"▁"},"content":" "}]}`, false},
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, sh := range shapes {
+		doc := fmt.Sprintf(`{"version":"1.0","added_tokens":[{"content":"<unk>","special":true}],"decoder":%s,"model":%s}`, sh.decoder, model)
+		tk, err := FromJSON([]byte(doc))
+		if err != nil {
+			t.Fatalf("%s: %v", sh.decoder, err)
+		}
+		plain := 0
+		for _, p := range tk.pieces {
+			if p != "" {
+				plain++
+			}
+		}
+		if (plain > 0) != sh.fast {
+			t.Errorf("%s: %d plain tokens, want some: %v", sh.decoder, plain, sh.fast)
+		}
+		for iter := 0; iter < 400; iter++ {
+			ids := make([]int32, 1+rng.IntN(8))
+			for i := range ids {
+				ids[i] = rng.Int32N(int32(len(toks)) + 1) // one past the end: an unknown id
+			}
+			for _, skip := range []bool{false, true} {
+				if got, want := streamAll(t, tk, ids, skip), tk.Decode(ids, skip); got != want {
+					t.Fatalf("%s: ids %v skip %v: stream %q, Decode %q", sh.decoder, ids, skip, got, want)
+				}
+			}
 		}
 	}
 }

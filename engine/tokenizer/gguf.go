@@ -166,6 +166,7 @@ func FromGGUF(v *GGUFVocab) (*Tokenizer, error) {
 	if err := t.setTokens(added); err != nil {
 		return nil, err
 	}
+	t.pieces = t.streamPieces()
 	post := &postTemplate{}
 	if v.AddBOS && bos >= 0 {
 		post.before = []int32{bos}

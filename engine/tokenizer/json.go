@@ -207,6 +207,7 @@ func FromJSON(data []byte) (*Tokenizer, error) {
 	if err := t.setTokens(added); err != nil {
 		return nil, err
 	}
+	t.pieces = t.streamPieces()
 	var pp postProcessor
 	if pp, err = t.parsePost(f.PostProcessor, 0); err != nil {
 		return nil, fmt.Errorf("tokenizer: post_processor: %w", err)

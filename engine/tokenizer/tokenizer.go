@@ -26,6 +26,7 @@ type Tokenizer struct {
 
 	scratch sync.Pool // *encodeScratch
 	alone   sync.Map  // id -> Decode([id]), for StreamDecoder
+	pieces  []string  // id -> text a plain token adds to a settled stream, "" if not plain
 }
 
 // model turns one pre-tokenized piece into ids, appending to out.
