@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/layaapp/laya/engine"
+	"github.com/layaapp/laya/engine/backend"
+	"github.com/layaapp/laya/engine/cpu"
+)
+
+func init() {
+	register("bench", "measure prefill and decode speed, memory and bandwidth on a model", runBench)
+	// The plain-int8 variant of the CPU backend, for comparing precision modes.
+	engine.RegisterBackend("cpu-int8", func(o engine.Options) (backend.Backend, error) { return cpu.NewInt8(o.Threads) })
+}
+
+// benchResult is what `laya bench --json` prints; build/bench/run.sh reads it.
+type benchResult struct {
+	Model        string  `json:"model"`
+	Format       string  `json:"format"`
+	Backend      string  `json:"backend"`
+	Threads      int     `json:"threads"`
+	PromptTokens int     `json:"prompt_tokens"`
+	GenTokens    int     `json:"gen_tokens"`
+	PrefillTokS  float64 `json:"prefill_tok_s"`
+	DecodeTokS   float64 `json:"decode_tok_s"`
+	DecodeMsTok  float64 `json:"decode_ms_per_token"`
+	PeakRSS      int64   `json:"peak_rss_bytes"`
+	FileBytes    int64   `json:"file_bytes"`
+	WeightBytes  int64   `json:"weight_bytes"`
+	TokenBytes   int64   `json:"bytes_per_token"`
+	BandwidthGBs float64 `json:"bandwidth_gb_s"`
+	FloorMsTok   float64 `json:"floor_ms_per_token"`
+	FloorRatio   float64 `json:"decode_over_floor"`
+	RSSOverFile  float64 `json:"rss_over_file"`
+	Runs         int     `json:"runs"`
+	BandwidthMiB int     `json:"bandwidth_buffer_mib"`
+	GoMaxProcs   int     `json:"gomaxprocs"`
+}
+
+func runBench(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	model := fs.String("model", "", "model directory or .gguf file (default: the bundled model)")
+	threads := fs.Int("threads", 0, "CPU threads (0 = physical cores)")
+	backendName := fs.String("backend", "", `backend: "" (best available), "cpu", "cpu-int8" (plain int8 activations) or "metal"`)
+	promptTokens := fs.Int("prompt-tokens", 128, "prompt length for the prefill measurement")
+	genTokens := fs.Int("gen-tokens", 64, "tokens to generate for the decode measurement")
+	runs := fs.Int("runs", 3, "measured runs; the fastest of each phase is reported (shared machines are noisy)")
+	bwMiB := fs.Int("bandwidth-mib", 1024, "buffer size of the memory bandwidth measurement")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured runs to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *promptTokens < 1 || *genTokens < 2 || *runs < 1 || *threads < 0 || *bwMiB < 64 {
+		return errors.New("need --prompt-tokens >= 1, --gen-tokens >= 2, --runs >= 1, --threads >= 0, --bandwidth-mib >= 64")
+	}
+	m, err := engine.Load(*model, engine.Options{Backend: *backendName, Threads: *threads, Context: *promptTokens + *genTokens})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	info, cfg := m.Info(), m.Config()
+	nt := *threads
+	if nt == 0 {
+		nt = cpu.PhysicalCores()
+	}
+	// Random ids (past the specials) stand in for text: speed does not depend on content.
+	r := rand.New(rand.NewPCG(1, 2))
+	prompt := make([]int32, *promptTokens)
+	for i := range prompt {
+		prompt[i] = int32(3 + r.IntN(cfg.Vocab-3))
+	}
+	ctx := context.Background()
+	gen := engine.Sampling{MaxTokens: *genTokens, IgnoreEOS: true}
+	// The warm-up run faults the mapped weights in and sizes every buffer.
+	if _, err := generateFresh(ctx, m, prompt[:min(len(prompt), 16)], engine.Sampling{MaxTokens: 2, IgnoreEOS: true}); err != nil {
+		return err
+	}
+	res := benchResult{Model: info.Path, Format: info.Format, Backend: info.Backend, Threads: nt,
+		PromptTokens: *promptTokens, GenTokens: *genTokens, Runs: *runs, FileBytes: info.WeightBytes,
+		WeightBytes: info.WeightBytes, BandwidthMiB: *bwMiB, GoMaxProcs: runtime.GOMAXPROCS(0)}
+	if fb, err := fileBytes(info.Path); err == nil {
+		res.FileBytes = fb
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
+	for range *runs {
+		out, err := generateFresh(ctx, m, prompt, gen)
+		if err != nil {
+			return err
+		}
+		if len(out.IDs) < 2 {
+			return fmt.Errorf("bench: generation stopped after %d tokens (%s)", len(out.IDs), out.Stop)
+		}
+		res.PrefillTokS = max(res.PrefillTokS, float64(out.PromptTokens)/out.Prefill.Seconds())
+		// Generating n tokens runs n-1 forward passes: the first comes from the prompt's logits.
+		res.DecodeTokS = max(res.DecodeTokS, float64(len(out.IDs)-1)/out.Decode.Seconds())
+	}
+	if *cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	res.DecodeMsTok = 1000 / res.DecodeTokS
+	res.PeakRSS = peakRSS()
+	// Each decode step streams every matrix once; of the embedding table it reads one row.
+	res.TokenBytes = info.WeightBytes
+	if !cfg.TiedEmbeddings && info.Params > 0 {
+		res.TokenBytes -= int64(float64(cfg.Vocab) * float64(cfg.Dim) * float64(info.WeightBytes) / float64(info.Params))
+	}
+	// Measured last, after the peak RSS was read, so its buffer does not count.
+	res.BandwidthGBs = bandwidth(*bwMiB<<20, nt)
+	res.FloorMsTok = float64(res.TokenBytes) / (res.BandwidthGBs * 1e9) * 1000
+	res.FloorRatio = res.DecodeMsTok / res.FloorMsTok
+	if res.FileBytes > 0 {
+		res.RSSOverFile = float64(res.PeakRSS) / float64(res.FileBytes)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	fmt.Printf("model      %s (%s, %s backend, %d threads)\n", res.Model, res.Format, res.Backend, res.Threads)
+	fmt.Printf("prefill    %.1f tok/s (%d tokens)\n", res.PrefillTokS, res.PromptTokens)
+	fmt.Printf("decode     %.2f tok/s, %.2f ms/token (%d tokens)\n", res.DecodeTokS, res.DecodeMsTok, res.GenTokens)
+	fmt.Printf("memory     peak RSS %.1f MiB, file %.1f MiB (%.2fx), weights %.1f MiB\n",
+		float64(res.PeakRSS)/(1<<20), float64(res.FileBytes)/(1<<20), res.RSSOverFile, float64(res.WeightBytes)/(1<<20))
+	fmt.Printf("bandwidth  %.1f GB/s measured; floor %.2f ms/token for %.1f MiB per token; decode is %.2fx the floor\n",
+		res.BandwidthGBs, res.FloorMsTok, float64(res.TokenBytes)/(1<<20), res.FloorRatio)
+	return nil
+}
+
+// generateFresh runs one generation in a new session so no prompt tokens come from a cache.
+func generateFresh(ctx context.Context, m *engine.Model, prompt []int32, p engine.Sampling) (engine.Result, error) {
+	s := m.NewSession()
+	defer s.Close()
+	return s.Generate(ctx, prompt, p, nil)
+}
+
+func fileBytes(path string) (int64, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	if !st.IsDir() {
+		return st.Size(), nil
+	}
+	ents, err := os.ReadDir(path)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && !e.IsDir() && (hasSuffix(e.Name(), ".safetensors") || hasSuffix(e.Name(), ".gguf")) {
+			n += fi.Size()
+		}
+	}
+	return n, nil
+}
+
+func hasSuffix(s, suf string) bool { return len(s) >= len(suf) && s[len(s)-len(suf):] == suf }
+
+// bandwidth measures streaming read bandwidth in GB/s: threads goroutines each sum their share
+// of a buffer larger than any cache, best of several passes.
+func bandwidth(size, threads int) float64 {
+	buf := make([]uint64, size/8)
+	for i := range buf {
+		buf[i] = uint64(i)
+	}
+	best := 0.0
+	sums := make([]uint64, threads)
+	for range 5 {
+		var wg sync.WaitGroup
+		start := time.Now()
+		per := len(buf) / threads
+		for t := range threads {
+			wg.Add(1)
+			go func(part []uint64) {
+				defer wg.Done()
+				sums[t] = sumWords(part)
+			}(buf[t*per : (t+1)*per])
+		}
+		wg.Wait()
+		best = max(best, float64(per*threads*8)/time.Since(start).Seconds()/1e9)
+	}
+	return best
+}
+
+// sumWords reads p with eight independent accumulators, enough to keep loads in flight.
+func sumWords(p []uint64) uint64 {
+	var a, b, c, d, e, f, g, h uint64
+	for len(p) >= 8 {
+		a += p[0]
+		b += p[1]
+		c += p[2]
+		d += p[3]
+		e += p[4]
+		f += p[5]
+		g += p[6]
+		h += p[7]
+		p = p[8:]
+	}
+	for _, v := range p {
+		a += v
+	}
+	return a + b + c + d + e + f + g + h
+}
+
+// peakRSS is the process's peak resident set size in bytes (getrusage reports KiB on Linux and
+// bytes on macOS).
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	if runtime.GOOS == "darwin" {
+		return int64(ru.Maxrss)
+	}
+	return int64(ru.Maxrss) * 1024
+}

@@ -1,0 +1,61 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/layaapp/laya/engine/tensor"
+)
+
+// Weight matrices of TinyLlama's FFN (5632 x 2048). Mat-vec is the decode step, bound by memory
+// bandwidth (SetBytes reports weight bytes streamed per op); mat-mat with 128 rows is prefill.
+var benchFormats = []wcase{{tensor.Q4_0, 0}, {tensor.Affine, 4}, {tensor.Q8_0, 0}, {tensor.Q4_K, 0},
+	{tensor.Q6_K, 0}, {tensor.F16, 0}}
+
+func benchMatMul(b *testing.B, rows int) {
+	for _, wc := range benchFormats {
+		b.Run(wc.String(), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 2))
+			w := randTensor(r, wc, 5632, 2048)
+			if wc.dt == tensor.Affine {
+				w = randTensorGroup(r, 5632, 2048, 64)
+			}
+			c := newCPU(b, 0)
+			x := bufOf(c, randVec(r, rows*2048))
+			dst := c.NewBuffer(rows * 5632)
+			c.MatMul(dst, x, w, nil, rows)
+			b.SetBytes(int64(len(w.Data)))
+			b.ResetTimer()
+			for range b.N {
+				c.MatMul(dst, x, w, nil, rows)
+			}
+			if err := c.Sync(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
+
+// randTensorGroup is a 4-bit Affine tensor with F16 scales and a fixed group, as MLX writes them.
+func randTensorGroup(r *rand.Rand, rows, cols, group int) *tensor.Tensor {
+	for {
+		t := randTensor(r, wcase{tensor.Affine, 4}, rows, cols)
+		if t.GroupSize == group && t.Scales.DType == tensor.F16 {
+			return t
+		}
+	}
+}
+
+func BenchmarkMatVec(b *testing.B) { benchMatMul(b, 1) }
+
+func BenchmarkMatMat128(b *testing.B) { benchMatMul(b, 128) }
+
+func BenchmarkAttentionDecode(b *testing.B) {
+	for _, ctx := range []int{256, 1024} {
+		b.Run(fmt.Sprint(ctx), func(b *testing.B) {
+			benchAttention(b, ctx)
+		})
+	}
+}

@@ -1,0 +1,378 @@
+// Portable implementations and run-time dispatch. The portable kernels compute exactly the same
+// integer block sums as the SIMD ones, so any SIMD variant can be checked against them, and both
+// against the Go reference dequantization.
+#include "kernels.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kernels_impl.h"
+
+float laya_half(uint16_t h) {
+	uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+	if (exp == 0x1f) {
+		bits = sign | 0x7f800000u | man << 13;
+	} else if (exp != 0) {
+		bits = sign | (exp + 112) << 23 | man << 13;
+	} else if (man == 0) {
+		bits = sign;
+	} else {
+		uint32_t e = 113;
+		while (!(man & 0x400)) {
+			man <<= 1;
+			e--;
+		}
+		bits = sign | e << 23 | (man & 0x3ff) << 13;
+	}
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+static inline float bf16(uint16_t b) {
+	uint32_t bits = (uint32_t)b << 16;
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+static inline uint16_t u16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+
+float laya_companion(const uint8_t *p, int sdt, long i) {
+	switch (sdt) {
+	case LS_F16:
+		return laya_half(u16(p + 2 * i));
+	case LS_BF16:
+		return bf16(u16(p + 2 * i));
+	default: {
+		float f;
+		memcpy(&f, p + 4 * i, 4);
+		return f;
+	}
+	}
+}
+
+int laya_quant_perm(int kind) { return kind == LK_AFF4; }
+
+static void quantize_c(const float *x, int rows, int cols, lq8 *out, int perm) {
+	int nb = cols / 32;
+	for (int r = 0; r < rows; r++) {
+		for (int b = 0; b < nb; b++) {
+			const float *v = x + (long)r * cols + 32 * b;
+			lq8 *o = out + (long)r * nb + b;
+			float amax = 0;
+			for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(v[i]));
+			float d = amax / 127, id = d > 0 ? 127 / amax : 0;
+			o->d = d;
+			int s0 = 0, s1 = 0;
+			for (int i = 0; i < 32; i++) {
+				int src = perm ? (i < 16 ? 2 * i : 2 * (i - 16) + 1) : i;
+				int q = (int)lrintf(v[src] * id);
+				o->q[i] = (int8_t)q;
+				if (i < 16) s0 += q; else s1 += q;
+			}
+			o->s[0] = (int16_t)s0;
+			o->s[1] = (int16_t)s1;
+			o->ds = d * (float)(s0 + s1);
+		}
+	}
+}
+
+// Each portable dot kernel handles one weight row against nx activation rows.
+
+static void dot_float_c(const lw *w, int row, const void *xv, long xs, int nx, float *out) {
+	const uint8_t *p = w->w + row * w->rowbytes;
+	for (int r = 0; r < nx; r++) {
+		const float *x = (const float *)xv + r * xs;
+		float s = 0;
+		for (int i = 0; i < w->cols; i++) {
+			float wv;
+			if (w->kind == LK_F32) memcpy(&wv, p + 4 * i, 4);
+			else if (w->kind == LK_F16) wv = laya_half(u16(p + 2 * i));
+			else wv = bf16(u16(p + 2 * i));
+			s += wv * x[i];
+		}
+		out[r] = s;
+	}
+}
+
+// dot_legacy_c handles Q8_0, Q4_0 and Q5_0: per block, the integer sum of codes times
+// activations, less the zero point times the activation sum, scaled by both block scales.
+
+static void dot_legacy_c(const lw *w, int row, const void *xv, long xs, int nx, float *out) {
+	const uint8_t *p = w->w + row * w->rowbytes;
+	int nb = w->cols / 32;
+	for (int r = 0; r < nx; r++) {
+		const lq8 *x = (const lq8 *)xv + r * xs;
+		float acc = 0;
+		for (int b = 0; b < nb; b++) {
+			int q[32], off = 0;
+			const uint8_t *blk;
+			switch (w->kind) {
+			case LK_Q8_0:
+				blk = p + 34 * b;
+				for (int i = 0; i < 32; i++) q[i] = (int8_t)blk[2 + i];
+				break;
+			case LK_Q4_0:
+				blk = p + 18 * b;
+				for (int i = 0; i < 16; i++) {
+					q[i] = blk[2 + i] & 15;
+					q[i + 16] = blk[2 + i] >> 4;
+				}
+				off = 8;
+				break;
+			default: { // LK_Q5_0
+				blk = p + 22 * b;
+				uint32_t qh = (uint32_t)blk[2] | (uint32_t)blk[3] << 8 | (uint32_t)blk[4] << 16 | (uint32_t)blk[5] << 24;
+				for (int i = 0; i < 16; i++) {
+					q[i] = (blk[6 + i] & 15) | ((qh >> i) & 1) << 4;
+					q[i + 16] = (blk[6 + i] >> 4) | ((qh >> (i + 16)) & 1) << 4;
+				}
+				off = 16;
+			}
+			}
+			int sum = 0;
+			for (int i = 0; i < 32; i++) sum += q[i] * x[b].q[i];
+			sum -= off * (x[b].s[0] + x[b].s[1]);
+			acc += laya_half(u16(blk)) * x[b].d * (float)sum;
+		}
+		out[r] = acc;
+	}
+}
+
+static void scale_min_k4(const uint8_t *sc, int j, int *s, int *m) {
+	if (j < 4) {
+		*s = sc[j] & 63;
+		*m = sc[j + 4] & 63;
+	} else {
+		*s = (sc[j + 4] & 15) | (sc[j - 4] >> 6) << 4;
+		*m = (sc[j + 4] >> 4) | (sc[j] >> 6) << 4;
+	}
+}
+
+static void dot_k_c(const lw *w, int row, const void *xv, long xs, int nx, float *out) {
+	const uint8_t *p = w->w + row * w->rowbytes;
+	int nsb = w->cols / 256;
+	for (int r = 0; r < nx; r++) {
+		const lq8 *x = (const lq8 *)xv + r * xs;
+		float acc = 0;
+		for (int sb = 0; sb < nsb; sb++) {
+			const lq8 *xb = x + 8 * sb;
+			if (w->kind == LK_Q6_K) {
+				const uint8_t *blk = p + 210 * sb;
+				float d = laya_half(u16(blk + 208));
+				for (int j = 0; j < 8; j++) { // activation block j: half j/4, quarter k = j%4
+					int h = j / 4, k = j % 4;
+					const uint8_t *ql = blk + 64 * h + 32 * (k % 2), *qh = blk + 128 + 32 * h;
+					const int8_t *sc = (const int8_t *)blk + 192 + 8 * h + 2 * k;
+					int sum[2] = {0, 0};
+					for (int l = 0; l < 32; l++) {
+						int q = ((ql[l] >> (4 * (k / 2))) & 15) | ((qh[l] >> (2 * k)) & 3) << 4;
+						sum[l / 16] += (q - 32) * xb[j].q[l];
+					}
+					acc += d * xb[j].d * (float)(sc[0] * sum[0] + sc[1] * sum[1]);
+				}
+				continue;
+			}
+			int five = w->kind == LK_Q5_K;
+			const uint8_t *blk = p + (five ? 176 : 144) * sb;
+			float d = laya_half(u16(blk)), dmin = laya_half(u16(blk + 2));
+			const uint8_t *qs = blk + (five ? 48 : 16), *qh = blk + 16;
+			for (int j = 0; j < 8; j++) {
+				int s, m, sum = 0;
+				scale_min_k4(blk + 4, j, &s, &m);
+				for (int l = 0; l < 32; l++) {
+					int q = (qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 15;
+					if (five) q |= ((qh[l] >> j) & 1) << 4;
+					sum += q * xb[j].q[l];
+				}
+				acc += xb[j].d * (d * s * (float)sum - dmin * m * (float)(xb[j].s[0] + xb[j].s[1]));
+			}
+		}
+		out[r] = acc;
+	}
+}
+
+static void dot_affine_c(const lw *w, int row, const void *xv, long xs, int nx, float *out) {
+	int bits = w->kind == LK_AFF4 ? 4 : 8, nb = w->cols / 32, ng = w->cols / w->group;
+	const uint8_t *p = w->w + row * w->rowbytes;
+	for (int r = 0; r < nx; r++) {
+		const lq8 *x = (const lq8 *)xv + r * xs;
+		float acc = 0;
+		for (int b = 0; b < nb; b++) {
+			long g = (long)row * ng + (32 * b) / w->group;
+			float s = laya_companion(w->sc, w->sdt, g), bias = laya_companion(w->bi, w->sdt, g);
+			int sum = 0;
+			if (bits == 4) {
+				// Permuted activations: block element i < 16 is code 2i, i >= 16 is code 2(i-16)+1.
+				const uint8_t *c = p + 16 * b;
+				for (int i = 0; i < 16; i++) sum += (c[i] & 15) * x[b].q[i] + (c[i] >> 4) * x[b].q[i + 16];
+			} else {
+				const uint8_t *c = p + 32 * b;
+				for (int i = 0; i < 32; i++) sum += c[i] * x[b].q[i];
+			}
+			acc += x[b].d * (s * (float)sum + bias * (float)(x[b].s[0] + x[b].s[1]));
+		}
+		out[r] = acc;
+	}
+}
+
+static void attention_c(const float *q, const float *k, const float *v, float *out, float *sc,
+	int heads, int group, int hd, int kvw, int pos, int lo, int hi, float scale) {
+	for (int it = lo; it < hi; it++) {
+		int r = it / heads, h = it % heads, n = pos + r + 1, ko = (h / group) * hd;
+		const float *qh = q + (long)it * hd;
+		float m = -INFINITY;
+		for (int t = 0; t < n; t++) {
+			const float *kt = k + (long)t * kvw + ko;
+			float s = 0;
+			for (int i = 0; i < hd; i++) s += qh[i] * kt[i];
+			sc[t] = s * scale;
+			m = fmaxf(m, sc[t]);
+		}
+		float z = 0;
+		for (int t = 0; t < n; t++) z += (sc[t] = expf(sc[t] - m));
+		float *o = out + (long)it * hd, iz = 1 / z;
+		for (int i = 0; i < hd; i++) o[i] = 0;
+		for (int t = 0; t < n; t++) {
+			const float *vt = v + (long)t * kvw + ko;
+			float a = sc[t] * iz;
+			for (int i = 0; i < hd; i++) o[i] += a * vt[i];
+		}
+	}
+}
+
+static void silu_mul_c(float *dst, const float *g, const float *u, int n) {
+	for (int i = 0; i < n; i++) dst[i] = g[i] / (1 + expf(-g[i])) * u[i];
+}
+
+static laya_impl impl_c = {
+	.quantize = quantize_c,
+	.dot = {
+		[LK_F32] = dot_float_c, [LK_F16] = dot_float_c, [LK_BF16] = dot_float_c,
+		[LK_Q8_0] = dot_legacy_c, [LK_Q4_0] = dot_legacy_c, [LK_Q5_0] = dot_legacy_c,
+		[LK_Q4_K] = dot_k_c, [LK_Q5_K] = dot_k_c, [LK_Q6_K] = dot_k_c,
+		[LK_AFF4] = dot_affine_c, [LK_AFF8] = dot_affine_c,
+	},
+	.attention = attention_c,
+	.silu_mul = silu_mul_c,
+};
+
+static const laya_impl *impl = &impl_c;
+
+int laya_init(int force) {
+	const laya_impl *best = &impl_c;
+	int level = 0;
+	for (int l = 1; l <= 2; l++) {
+		const laya_impl *cand = laya_simd(l);
+		if (cand && (force < 0 || l <= force)) {
+			best = cand;
+			level = l;
+		}
+	}
+	impl = best;
+	return level;
+}
+
+void laya_quantize(const float *x, int rows, int cols, lq8 *out, int perm, int resid, float *scratch,
+	float *xt, int8_t *x8) {
+	int nb = cols / 32, qrows = rows;
+	if (!resid) {
+		impl->quantize(x, rows, cols, out, perm);
+	} else {
+		qrows = 2 * rows;
+		for (int r = 0; r < rows; r++) {
+			const float *v = x + (long)r * cols;
+			lq8 *main = out + (long)(2 * r) * nb;
+			impl->quantize(v, 1, cols, main, perm);
+			for (int i = 0; i < cols; i++) {
+				const lq8 *q = main + i / 32;
+				int e = i % 32, at = perm ? (e % 2) * 16 + e / 2 : e;
+				scratch[i] = v[i] - q->d * (float)q->q[at];
+			}
+			impl->quantize(scratch, 1, cols, main + nb, perm);
+		}
+	}
+	if (!xt) return;
+	for (int r = 0; r < qrows; r++) {
+		for (int b = 0; b < nb; b++) {
+			const lq8 *q = out + (long)r * nb + b;
+			xt[(long)b * qrows + r] = q->d;
+			xt[(long)(nb + b) * qrows + r] = q->ds;
+			if (x8 && r < qrows / 8 * 8) {
+				int8_t *t = x8 + ((long)(r / 8) * nb + b) * 256 + 4 * (r % 8);
+				for (int k = 0; k < 8; k++) memcpy(t + 32 * k, q->q + 4 * k, 4);
+			}
+		}
+	}
+}
+
+// laya_store writes the outputs of activation rows r..r+n-1 for weight row o. With pairs, rows
+// 2i and 2i+1 are the main and residual parts of input row i and their outputs add up.
+static inline void laya_store(float *dst, long ldd, int o, int r, int n, const float *v, float b, int pairs) {
+	for (int i = 0; i < n; i++) {
+		int row = r + i;
+		if (!pairs) {
+			dst[(long)row * ldd + o] = v[i] + b;
+		} else if (row % 2 == 0) {
+			dst[(long)(row / 2) * ldd + o] = v[i] + b;
+		} else {
+			dst[(long)(row / 2) * ldd + o] += v[i];
+		}
+	}
+}
+
+void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *wp, const uint8_t *sc,
+	const uint8_t *bi, int sdt, int group, int r0, int r1, const void *x, const float *xt,
+	const int8_t *x8, long xstride, int nx, int pairs, float *dst, long ldd, const float *bias) {
+	lw desc = {kind, rows, cols, rowbytes, wp, sc, bi, sdt, group}, *w = &desc;
+	laya_dotfn f = impl->dot[kind];
+	laya_tile8fn t8 = x8 ? impl->tile8[kind] : 0, t16 = x8 ? impl->tile16[kind] : 0;
+	int isfloat = kind == LK_F32 || kind == LK_F16 || kind == LK_BF16;
+	long step = isfloat ? (long)sizeof(float) : (long)sizeof(lq8);
+	float tmp[16];
+	if (nx == 1 && !pairs && xt && impl->vec[kind]) {
+		for (int o = r0; o < r1; o++) {
+			impl->vec[kind](w, o, (const lq8 *)x, xt, dst + o);
+			if (bias) dst[o] += bias[o];
+		}
+		return;
+	}
+	if (nx == 2 && pairs && xt && impl->vecpair[kind]) {
+		for (int o = r0; o < r1; o++) {
+			impl->vecpair[kind](w, o, (const lq8 *)x, xstride, xt, dst + o);
+			if (bias) dst[o] += bias[o];
+		}
+		return;
+	}
+	for (int o = r0; o < r1; o++) {
+		float b = bias ? bias[o] : 0;
+		int r = 0;
+		if (t16) {
+			for (; r + 16 <= nx; r += 16) {
+				t16(w, o, x8, xt, nx, r, tmp);
+				laya_store(dst, ldd, o, r, 16, tmp, b, pairs);
+			}
+		}
+		if (t8) {
+			for (; r + 8 <= nx; r += 8) {
+				t8(w, o, x8, xt, nx, r, tmp);
+				laya_store(dst, ldd, o, r, 8, tmp, b, pairs);
+			}
+		}
+		for (; r < nx; r += LAYA_NX) {
+			int n = nx - r < LAYA_NX ? nx - r : LAYA_NX;
+			f(w, o, (const char *)x + r * xstride * step, xstride, n, tmp);
+			laya_store(dst, ldd, o, r, n, tmp, b, pairs);
+		}
+	}
+}
+
+void laya_attention(const float *q, const float *k, const float *v, float *out, float *scores,
+	int heads, int group, int hd, int kvw, int pos, int lo, int hi, float scale) {
+	impl->attention(q, k, v, out, scores, heads, group, hd, kvw, pos, lo, hi, scale);
+}
+
+void laya_silu_mul(float *dst, const float *gate, const float *up, int n) {
+	impl->silu_mul(dst, gate, up, n);
+}

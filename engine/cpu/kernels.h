@@ -1,0 +1,78 @@
+// Kernels of the CPU backend: activation quantization, quantized matrix products, attention and
+// element-wise ops. Portable C in kernels.c; x86 SIMD variants in kernels_amd64.c, chosen at run
+// time by laya_init. Go calls each function once per matmul or per range of rows.
+#ifndef LAYA_KERNELS_H
+#define LAYA_KERNELS_H
+
+#include <stdint.h>
+
+// Weight kinds (the weight's dtype plus, for Affine, its code width).
+enum {
+	LK_F32, LK_F16, LK_BF16, LK_Q8_0, LK_Q4_0, LK_Q5_0, LK_Q4_K, LK_Q5_K, LK_Q6_K,
+	LK_AFF4, LK_AFF8, LK_NKINDS
+};
+
+// Dtypes of Affine scales and biases.
+enum { LS_F32, LS_F16, LS_BF16 };
+
+// lq8 is 32 activations quantized to int8 with one float scale: x[i] ~= d*q[i]. s holds the sums
+// of q over elements 0-15 and 16-31 and ds = d*(s[0]+s[1]), which the zero-point terms of the
+// weight formats need.
+typedef struct {
+	float d, ds;
+	int16_t s[2];
+	int8_t q[32];
+} lq8;
+
+// lw describes one weight matrix (see laya_matmul).
+typedef struct {
+	int kind;
+	int rows, cols;
+	long rowbytes;
+	const uint8_t *w;
+	const uint8_t *sc, *bi;
+	int sdt, group;
+} lw;
+
+// laya_init picks the best implementation for this CPU; force >= 0 selects one (0 portable,
+// 1 AVX2, 2 AVX-512 VNNI) when available, so tests can compare them. Returns the one chosen.
+int laya_init(int force);
+
+// laya_quant_perm reports whether kind wants its activations in Affine-4 nibble order.
+int laya_quant_perm(int kind);
+
+// laya_quantize converts rows of cols floats (cols a multiple of 32) into cols/32 blocks each.
+// perm stores each block's even elements first, then its odd ones, the order in which 4-bit MLX
+// words hold their codes. With resid, each row becomes two rows of blocks, 2r and 2r+1: the
+// quantized row and the quantized remainder x - d*q, which brings the error from amax/254 down to
+// amax/64516 per element (scratch holds cols floats). Below, qrows is rows, or 2*rows with resid.
+// When xt is not NULL it also writes the block scales transposed, xt[b*qrows + r] = d and
+// xt[(nb + b)*qrows + r] = ds of block row r's block b, and when x8 is not NULL the codes of each
+// full group of 8 block rows interleaved (qrows/8*cols*8 bytes): for tile t, block b and 4-code
+// group k, 32 bytes hold group k of rows 8t..8t+7 in turn. The 8-block single-row and the 8- and
+// 16-row kernels read them.
+void laya_quantize(const float *x, int rows, int cols, lq8 *out, int perm, int resid, float *scratch,
+	float *xt, int8_t *x8);
+
+// laya_matmul computes dst[r*ldd + o] = dot(W[o], x[r]) (+ bias[o]) for o in [r0, r1) and r in
+// [0, nx). W has the given kind, rows, cols and rowbytes; for Affine, sc and bi are the companion
+// [rows, cols/group] tensors of dtype sdt. x is lq8 blocks (xstride blocks per row) for
+// quantized kinds, floats (xstride floats per row) for F32/F16/BF16; xt and x8 are NULL or
+// laya_quantize's extra outputs for x (x8 only with xt). With pairs, x holds laya_quantize's
+// residual pairs (nx counts block rows) and output row r is the sum of block rows 2r and 2r+1.
+// Pointers travel as separate arguments so Go memory is never reachable through a pointer
+// stored in memory.
+void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *w, const uint8_t *sc,
+	const uint8_t *bi, int sdt, int group, int r0, int r1, const void *x, const float *xt,
+	const int8_t *x8, long xstride, int nx, int pairs, float *dst, long ldd, const float *bias);
+
+// laya_attention computes causal attention for items [lo, hi) of rows*heads (item i is query row
+// i/heads, head i%heads) over the cached keys and values k, v ([positions][kvw]). scores is
+// scratch of at least pos+rows floats.
+void laya_attention(const float *q, const float *k, const float *v, float *out, float *scores,
+	int heads, int group, int hd, int kvw, int pos, int lo, int hi, float scale);
+
+// laya_silu_mul: dst[i] = gate[i] / (1 + exp(-gate[i])) * up[i].
+void laya_silu_mul(float *dst, const float *gate, const float *up, int n);
+
+#endif

@@ -1,0 +1,161 @@
+//go:build cgo
+
+package cpu
+
+/*
+#cgo CFLAGS: -O3 -std=c11
+#cgo LDFLAGS: -lm
+#include "kernels.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/layaapp/laya/engine/tensor"
+)
+
+// simdLevel is the kernel set in use: 0 portable C, 1 AVX2, 2 AVX-512 VNNI.
+var simdLevel = int(C.laya_init(-1))
+
+func init() {
+	if C.sizeof_lq8 != lq8Size {
+		panic(fmt.Sprintf("cpu: C activation block is %d bytes, Go assumes %d", C.sizeof_lq8, lq8Size))
+	}
+}
+
+// useSIMD selects a kernel level (-1 = best available) and returns the one in effect; tests use
+// it to check every level against the reference.
+func useSIMD(level int) int {
+	simdLevel = int(C.laya_init(C.int(level)))
+	return simdLevel
+}
+
+// kernelKind maps a tensor to its C kernel, or reports false when only the generic path runs it.
+func kernelKind(t *tensor.Tensor) (kind, sdt int, ok bool) {
+	switch t.DType {
+	case tensor.F32:
+		return C.LK_F32, 0, true
+	case tensor.F16:
+		return C.LK_F16, 0, true
+	case tensor.BF16:
+		return C.LK_BF16, 0, true
+	case tensor.Q8_0:
+		return C.LK_Q8_0, 0, true
+	case tensor.Q4_0:
+		return C.LK_Q4_0, 0, true
+	case tensor.Q5_0:
+		return C.LK_Q5_0, 0, true
+	case tensor.Q4_K:
+		return C.LK_Q4_K, 0, true
+	case tensor.Q5_K:
+		return C.LK_Q5_K, 0, true
+	case tensor.Q6_K:
+		return C.LK_Q6_K, 0, true
+	case tensor.Affine:
+		// The kernels take groups of 32 << k elements (MLX writes 32, 64 or 128).
+		if g := t.GroupSize / 32; t.GroupSize%32 != 0 || g&(g-1) != 0 || t.Scales.DType != t.Biases.DType {
+			return 0, 0, false
+		}
+		switch t.Scales.DType {
+		case tensor.F32:
+			sdt = C.LS_F32
+		case tensor.F16:
+			sdt = C.LS_F16
+		case tensor.BF16:
+			sdt = C.LS_BF16
+		default:
+			return 0, 0, false
+		}
+		if t.Bits == 4 {
+			return C.LK_AFF4, sdt, true
+		}
+		return C.LK_AFF8, sdt, true
+	}
+	return 0, 0, false
+}
+
+func kindIsFloat(kind int) bool { return kind == C.LK_F32 || kind == C.LK_F16 || kind == C.LK_BF16 }
+
+func kindPermutes(kind int) bool { return C.laya_quant_perm(C.int(kind)) != 0 }
+
+// quantize fills q (qrows*cols/32 blocks of lq8Size bytes, as uint32 words; qrows is rows, or
+// 2*rows with residual pairs, see kernels.h) from x, and, when they are not empty, xt
+// (2*qrows*cols/32 floats) and x8 (qrows/8*8*cols bytes, only with xt) with the transposed scales
+// and interleaved codes the 8-block and 8-row kernels read. scratch holds cols floats.
+func quantize(x []float32, rows, cols int, q []uint32, perm, resid bool, scratch, xt []float32, x8 []int8) {
+	var t *C.float
+	var t8 *C.int8_t
+	if len(xt) > 0 {
+		t = (*C.float)(&xt[0])
+		if len(x8) > 0 {
+			t8 = (*C.int8_t)(&x8[0])
+		}
+	}
+	C.laya_quantize((*C.float)(&x[0]), C.int(rows), C.int(cols), (*C.lq8)(unsafe.Pointer(&q[0])),
+		cbool(perm), cbool(resid), (*C.float)(&scratch[0]), t, t8)
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func ptr(b []byte) *C.uint8_t {
+	if len(b) == 0 {
+		return nil
+	}
+	return (*C.uint8_t)(&b[0])
+}
+
+// runKernel runs output rows [lo, hi) of j in one C call.
+func (j *matmulJob) runKernel(lo, hi int) {
+	m := j.m
+	t := m.t
+	var sc, bi *C.uint8_t
+	if t.DType == tensor.Affine {
+		sc, bi = ptr(t.Scales.Data), ptr(t.Biases.Data)
+	}
+	var x unsafe.Pointer
+	var xt *C.float
+	var x8 *C.int8_t
+	xstride := m.cols
+	if kindIsFloat(m.kind) {
+		x = unsafe.Pointer(&j.x[0])
+	} else {
+		x = unsafe.Pointer(&j.xq[0])
+		xstride = m.cols / 32
+		if len(j.xt) > 0 {
+			xt = (*C.float)(&j.xt[0])
+		}
+		if len(j.x8) > 0 {
+			x8 = (*C.int8_t)(&j.x8[0])
+		}
+	}
+	var bias *C.float
+	if j.bias != nil {
+		bias = (*C.float)(&j.bias[0])
+	}
+	C.laya_matmul(C.int(m.kind), C.int(m.rows), C.int(m.cols), C.long(t.RowBytes()), ptr(t.Data), sc, bi,
+		C.int(m.sdt), C.int(t.GroupSize), C.int(lo), C.int(hi), x, xt, x8, C.long(xstride), C.int(j.qrows), cbool(j.resid),
+		(*C.float)(&j.dst[0]), C.long(m.rows), bias)
+}
+
+func (j *attnJob) run(w, lo, hi int) {
+	if lo >= hi {
+		return
+	}
+	C.laya_attention((*C.float)(&j.q[0]), (*C.float)(&j.k[0]), (*C.float)(&j.v[0]), (*C.float)(&j.out[0]),
+		(*C.float)(&j.scores[w][0]), C.int(j.heads), C.int(j.group), C.int(j.hd), C.int(j.kvw),
+		C.int(j.pos), C.int(lo), C.int(hi), C.float(j.scale))
+}
+
+func siluMul(dst, gate, up []float32) {
+	if len(dst) == 0 {
+		return
+	}
+	C.laya_silu_mul((*C.float)(&dst[0]), (*C.float)(&gate[0]), (*C.float)(&up[0]), C.int(len(dst)))
+}

@@ -1,0 +1,48 @@
+// Internal interface between the dispatcher (kernels.c) and the SIMD implementations.
+#ifndef LAYA_KERNELS_IMPL_H
+#define LAYA_KERNELS_IMPL_H
+
+#include "kernels.h"
+
+// LAYA_NX is how many activation rows one dot call takes: each decoded weight block is reused
+// for all of them, which is what makes batched prefill cheaper than separate mat-vecs.
+#define LAYA_NX 4
+
+typedef void (*laya_dotfn)(const lw *w, int row, const void *x, long xstride, int nx, float *out);
+
+// laya_tile8fn computes one weight row against activation rows r0..r0+7 (or r0..r0+15 for the
+// 16-row kernels; r0 a multiple of 8) of nrows, reading their interleaved codes x8 and
+// transposed scales xt (see laya_quantize), and writes 8 (16) outputs.
+typedef void (*laya_tile8fn)(const lw *w, int row, const int8_t *x8, const float *xt, int nrows, int r0, float *out);
+
+// laya_vecfn computes one weight row against a single activation row with its transposed scales.
+typedef void (*laya_vecfn)(const lw *w, int row, const lq8 *x, const float *xt, float *out);
+
+// laya_pairfn computes one weight row against one residual pair of activation rows (xstride
+// blocks apart) with their transposed scales.
+typedef void (*laya_pairfn)(const lw *w, int row, const lq8 *x, long xstride, const float *xt, float *out);
+
+typedef struct {
+	void (*quantize)(const float *x, int rows, int cols, lq8 *out, int perm);
+	laya_dotfn dot[LK_NKINDS];
+	// tile8 and tile16 hold 8- and 16-row kernels for the kinds that have them (NULL elsewhere):
+	// with 8 rows in one vector the float scaling runs once per block instead of once per row,
+	// which is what bounds prefill; 16 rows share each decoded weight block twice as often.
+	laya_tile8fn tile8[LK_NKINDS], tile16[LK_NKINDS];
+	// vec holds single-row kernels that scale eight blocks at once (decode), where present;
+	// vecpair the same for one residual pair.
+	laya_vecfn vec[LK_NKINDS];
+	laya_pairfn vecpair[LK_NKINDS];
+	void (*attention)(const float *q, const float *k, const float *v, float *out, float *scores,
+		int heads, int group, int hd, int kvw, int pos, int lo, int hi, float scale);
+	void (*silu_mul)(float *dst, const float *gate, const float *up, int n);
+} laya_impl;
+
+// laya_simd returns the SIMD implementation of a level (1 AVX2+FMA+F16C, 2 AVX-512 VNNI on top)
+// when this build and CPU have it, else NULL.
+const laya_impl *laya_simd(int level);
+
+float laya_half(uint16_t h);
+float laya_companion(const uint8_t *p, int sdt, long i);
+
+#endif

@@ -1,0 +1,64 @@
+//go:build !cgo
+
+package cpu
+
+import (
+	"math"
+
+	"github.com/layaapp/laya/engine/tensor"
+)
+
+// Without cgo every matmul takes the generic dequantize-and-dot path and the other kernels run
+// in Go: correct everywhere, several times slower.
+
+var simdLevel = -1
+
+func kernelKind(*tensor.Tensor) (kind, sdt int, ok bool) { return 0, 0, false }
+
+func kindIsFloat(int) bool { return true }
+
+func kindPermutes(int) bool { return false }
+
+func quantize([]float32, int, int, []uint32, bool, bool, []float32, []float32, []int8) {}
+
+// runKernel is never reached: kernelKind reports no kernels without cgo.
+func (j *matmulJob) runKernel(lo, hi int) {}
+
+func (j *attnJob) run(w, lo, hi int) {
+	sc := j.scores[w]
+	hd := j.hd
+	for i := lo; i < hi; i++ {
+		r, h := i/j.heads, i%j.heads
+		kvOff := (h / j.group) * hd
+		q := j.q[i*hd : (i+1)*hd]
+		n := j.pos + r + 1
+		m := float32(math.Inf(-1))
+		for t := range n {
+			s := dot(q, j.k[t*j.kvw+kvOff:t*j.kvw+kvOff+hd]) * j.scale
+			sc[t] = s
+			m = max(m, s)
+		}
+		var sum float32
+		for t := range n {
+			e := float32(math.Exp(float64(sc[t] - m)))
+			sc[t] = e
+			sum += e
+		}
+		o := j.out[i*hd : (i+1)*hd]
+		clear(o)
+		inv := 1 / sum
+		for t := range n {
+			a := sc[t] * inv
+			v := j.v[t*j.kvw+kvOff : t*j.kvw+kvOff+hd]
+			for d := range o {
+				o[d] += a * v[d]
+			}
+		}
+	}
+}
+
+func siluMul(dst, gate, up []float32) {
+	for i, g := range gate {
+		dst[i] = g / (1 + float32(math.Exp(float64(-g)))) * up[i]
+	}
+}

@@ -1,0 +1,747 @@
+// x86 SIMD kernels, included by kernels_amd64.c once per instruction-set level with F() naming
+// the functions and VNNI set when u8*s8 dot products can use vpdpbusd. No include guard on
+// purpose. Integer block sums are exact; only float accumulation order differs from kernels.c.
+
+#define LOADU(p) _mm256_loadu_si256((const __m256i *)(p))
+
+static inline float F(hsum)(__m256 v) {
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+static inline int F(hsumi)(__m256i v) {
+	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+	return _mm_cvtsi128_si32(s);
+}
+
+static inline int F(u16)(const uint8_t *p) {
+	uint16_t h;
+	memcpy(&h, p, 2);
+	return h;
+}
+
+static inline float F(half)(const uint8_t *p) {
+	uint16_t h;
+	memcpy(&h, p, 2);
+	return _cvtsh_ss(h);
+}
+
+// nib32 spreads 16 bytes into 32 codes: low nibbles, then high nibbles.
+static inline __m256i F(nib32)(const uint8_t *p) {
+	__m128i b = _mm_loadu_si128((const __m128i *)p);
+	__m256i v = _mm256_set_m128i(_mm_srli_epi16(b, 4), b);
+	return _mm256_and_si256(v, _mm256_set1_epi8(15));
+}
+
+// dotu8 sums u[i]*s[i] (u unsigned, s signed bytes) in groups of four into 8 int32 lanes.
+static inline __m256i F(dotu8)(__m256i u, __m256i s) {
+#if VNNI
+	return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+#else
+	return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
+}
+
+// dots8 is dotu8 for two signed operands (w in [-128, 127], s in [-127, 127]).
+static inline __m256i F(dots8)(__m256i w, __m256i s) {
+	return F(dotu8)(_mm256_sign_epi8(w, w), _mm256_sign_epi8(s, w));
+}
+
+static inline __m256 F(exp)(__m256 x) {
+	x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+	__m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+	r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+	__m256 p = _mm256_set1_ps(1.9875691500e-4f);
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+	p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1)));
+	__m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+	return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+static void F(quantize)(const float *x, int rows, int cols, lq8 *out, int perm) {
+	int nb = cols / 32;
+	const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+	// Within each 128-bit lane: even bytes first, then odd.
+	const __m256i evenodd = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+		0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+	for (long i = 0; i < (long)rows * nb; i++) {
+		const float *v = x + 32 * i;
+		__m256 a = _mm256_loadu_ps(v), b = _mm256_loadu_ps(v + 8), c = _mm256_loadu_ps(v + 16), d = _mm256_loadu_ps(v + 24);
+		__m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(a, absmask), _mm256_and_ps(b, absmask)),
+			_mm256_max_ps(_mm256_and_ps(c, absmask), _mm256_and_ps(d, absmask)));
+		__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+		m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+		m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+		float amax = _mm_cvtss_f32(m4);
+		lq8 *o = out + i;
+		o->d = amax / 127;
+		__m256 id = _mm256_set1_ps(amax > 0 ? 127 / amax : 0);
+		__m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(a, id)), i1 = _mm256_cvtps_epi32(_mm256_mul_ps(b, id));
+		__m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(c, id)), i3 = _mm256_cvtps_epi32(_mm256_mul_ps(d, id));
+		__m256i q = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+		q = _mm256_permutevar8x32_epi32(q, order);
+		if (perm) q = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(q, evenodd), 0xd8);
+		_mm256_storeu_si256((__m256i *)o->q, q);
+		// Lanes 0-3 of s sum stored elements 0-15, lanes 4-7 elements 16-31.
+		__m256i s = F(dotu8)(_mm256_set1_epi8(1), q);
+		__m128i lo = _mm256_castsi256_si128(s), hi = _mm256_extracti128_si256(s, 1);
+		lo = _mm_hadd_epi32(lo, lo);
+		hi = _mm_hadd_epi32(hi, hi);
+		o->s[0] = (int16_t)(_mm_cvtsi128_si32(lo) + _mm_extract_epi32(lo, 1));
+		o->s[1] = (int16_t)(_mm_cvtsi128_si32(hi) + _mm_extract_epi32(hi, 1));
+		o->ds = o->d * (float)(o->s[0] + o->s[1]);
+	}
+}
+
+// Each kernel processes one weight row against nx (1..LAYA_NX) activation rows; the _n variants
+// are always inlined with a constant nx so the per-row accumulators stay in registers.
+#define DISPATCH(name)                                                                      \
+	static void F(name)(const lw *w, int row, const void *x, long xs, int nx, float *out) { \
+		switch (nx) {                                                                       \
+		case 1: F(name##_n)(w, row, x, xs, 1, out); break;                                  \
+		case 2: F(name##_n)(w, row, x, xs, 2, out); break;                                  \
+		case 3: F(name##_n)(w, row, x, xs, 3, out); break;                                  \
+		default: F(name##_n)(w, row, x, xs, 4, out); break;                                 \
+		}                                                                                   \
+	}
+
+#define INLINE static inline __attribute__((always_inline))
+
+// DISPATCHK is DISPATCH for kernels that also take their weight kind as a constant.
+#define DISPATCHK(name, impl, kind)                                                         \
+	static void F(name)(const lw *w, int row, const void *x, long xs, int nx, float *out) { \
+		switch (nx) {                                                                       \
+		case 1: F(impl)(w, row, x, xs, 1, out, kind); break;                                \
+		case 2: F(impl)(w, row, x, xs, 2, out, kind); break;                                \
+		case 3: F(impl)(w, row, x, xs, 3, out, kind); break;                                \
+		default: F(impl)(w, row, x, xs, 4, out, kind); break;                               \
+		}                                                                                   \
+	}
+
+// legacy_blk adds weight block b of a Q8_0, Q4_0 or Q5_0 row (w = d*(q - off)) times activation
+// block b of nx rows into acc, and d_w*d_x*sum(q_x) into corr for the offset term.
+INLINE void F(legacy_blk)(const uint8_t *p, const lq8 *x, long xs, int nx, int kind, int b, __m256 *acc, float *corr) {
+	int bsize = kind == LK_Q8_0 ? 34 : kind == LK_Q4_0 ? 18 : 22;
+	const uint8_t *blk = p + bsize * b;
+	float d = F(half)(blk);
+	__m256i q;
+	if (kind == LK_Q8_0) {
+		q = LOADU(blk + 2);
+	} else if (kind == LK_Q4_0) {
+		q = F(nib32)(blk + 2);
+	} else {
+		const __m256i bitsel = _mm256_set1_epi64x(0x8040201008040201LL);
+		const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+			2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+		uint32_t qh;
+		memcpy(&qh, blk + 2, 4);
+		// Byte i of hb is 0x10 when bit i of qh is set.
+		__m256i hb = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), spread);
+		hb = _mm256_cmpeq_epi8(_mm256_and_si256(hb, bitsel), bitsel);
+		q = _mm256_or_si256(F(nib32)(blk + 6), _mm256_and_si256(hb, _mm256_set1_epi8(0x10)));
+	}
+	for (int r = 0; r < nx; r++) {
+		const lq8 *xb = x + r * xs + b;
+		__m256i a = LOADU(xb->q);
+		__m256i s = kind == LK_Q8_0 ? F(dots8)(q, a) : F(dotu8)(q, a);
+		acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(d * xb->d), acc[r]);
+		if (kind != LK_Q8_0) corr[r] += d * xb->ds;
+	}
+}
+
+// The two accumulator sets of the kernels below alternate between blocks so that consecutive
+// FMAs do not wait on each other.
+INLINE void F(legacy_n)(const lw *w, int row, const void *xv, long xs, int nx, float *out, int kind) {
+	const uint8_t *p = w->w + row * w->rowbytes;
+	const lq8 *x = (const lq8 *)xv;
+	int nb = w->cols / 32, b = 0;
+	float off = kind == LK_Q8_0 ? 0 : kind == LK_Q4_0 ? 8 : 16;
+	__m256 a0[LAYA_NX], a1[LAYA_NX];
+	float c0[LAYA_NX], c1[LAYA_NX];
+	for (int r = 0; r < nx; r++) {
+		a0[r] = a1[r] = _mm256_setzero_ps();
+		c0[r] = c1[r] = 0;
+	}
+	for (; b + 1 < nb; b += 2) {
+		F(legacy_blk)(p, x, xs, nx, kind, b, a0, c0);
+		F(legacy_blk)(p, x, xs, nx, kind, b + 1, a1, c1);
+	}
+	if (b < nb) F(legacy_blk)(p, x, xs, nx, kind, b, a0, c0);
+	for (int r = 0; r < nx; r++) out[r] = F(hsum)(_mm256_add_ps(a0[r], a1[r])) - off * (c0[r] + c1[r]);
+}
+DISPATCHK(q8_0, legacy_n, LK_Q8_0)
+DISPATCHK(q4_0, legacy_n, LK_Q4_0)
+DISPATCHK(q5_0, legacy_n, LK_Q5_0)
+
+static inline void F(scale_min)(const uint8_t *sc, int j, int *s, int *m) {
+	if (j < 4) {
+		*s = sc[j] & 63;
+		*m = sc[j + 4] & 63;
+	} else {
+		*s = (sc[j + 4] & 15) | (sc[j - 4] >> 6) << 4;
+		*m = (sc[j + 4] >> 4) | (sc[j] >> 6) << 4;
+	}
+}
+
+// q45k handles Q4_K and Q5_K: per 256-element super-block, eight 32-element sub-blocks with 6-bit
+// scales and mins; w = d*s*q - dmin*m.
+INLINE void F(q45k_n)(const lw *w, int row, const void *xv, long xs, int nx, float *out) {
+	const uint8_t *p = w->w + row * w->rowbytes;
+	const lq8 *x = (const lq8 *)xv;
+	int five = w->kind == LK_Q5_K, bsize = five ? 176 : 144, nsb = w->cols / 256;
+	__m256 acc[2][LAYA_NX];
+	float corr[LAYA_NX];
+	for (int r = 0; r < nx; r++) {
+		acc[0][r] = acc[1][r] = _mm256_setzero_ps();
+		corr[r] = 0;
+	}
+	const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+	for (int sb = 0; sb < nsb; sb++) {
+		const uint8_t *blk = p + bsize * sb;
+		float d = F(half)(blk), dmin = F(half)(blk + 2);
+		const uint8_t *qs = blk + (five ? 48 : 16);
+		__m256i qh = five ? LOADU(blk + 16) : _mm256_setzero_si256();
+		float ds[8], ms[8];
+		for (int j = 0; j < 8; j++) {
+			int s, m;
+			F(scale_min)(blk + 4, j, &s, &m);
+			ds[j] = d * (float)s;
+			ms[j] = dmin * (float)m;
+		}
+		for (int g = 0; g < 4; g++) {
+			__m256i v = LOADU(qs + 32 * g);
+			__m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+			if (five) {
+				__m256i b0 = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g)), one);
+				__m256i b1 = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g + 1)), one);
+				lo = _mm256_or_si256(lo, _mm256_slli_epi16(b0, 4));
+				hi = _mm256_or_si256(hi, _mm256_slli_epi16(b1, 4));
+			}
+			for (int r = 0; r < nx; r++) {
+				const lq8 *x0 = x + r * xs + 8 * sb + 2 * g, *x1 = x0 + 1;
+				__m256i s0 = F(dotu8)(lo, LOADU(x0->q)), s1 = F(dotu8)(hi, LOADU(x1->q));
+				acc[0][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(ds[2 * g] * x0->d), acc[0][r]);
+				acc[1][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_set1_ps(ds[2 * g + 1] * x1->d), acc[1][r]);
+				corr[r] += ms[2 * g] * x0->ds + ms[2 * g + 1] * x1->ds;
+			}
+		}
+	}
+	for (int r = 0; r < nx; r++) out[r] = F(hsum)(_mm256_add_ps(acc[0][r], acc[1][r])) - corr[r];
+}
+DISPATCH(q45k)
+
+// q6k_quarter adds quarter k (32 elements: activation block 8*sb + 4*h + k) of half h of a Q6_K
+// super-block into acc and corr.
+INLINE void F(q6k_quarter)(const uint8_t *blk, __m256i ql0, __m256i ql1, __m256i qh, const lq8 *xb0, long xs, int nx, int h, int k, __m256 *acc, float *corr) {
+	const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+	__m256i ql = k % 2 ? ql1 : ql0;
+	__m256i lo = k < 2 ? _mm256_and_si256(ql, m4) : _mm256_and_si256(_mm256_srli_epi16(ql, 4), m4);
+	__m256i hb = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), m2);
+	__m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hb, 4));
+	float d = F(half)(blk + 208);
+	const int8_t *sc = (const int8_t *)blk + 192 + 8 * h;
+	float s0 = d * (float)sc[2 * k], s1 = d * (float)sc[2 * k + 1];
+	for (int r = 0; r < nx; r++) {
+		const lq8 *xb = xb0 + r * xs;
+		__m256i s = F(dotu8)(q, LOADU(xb->q));
+		__m256 f = _mm256_set_m128(_mm_set1_ps(xb->d * s1), _mm_set1_ps(xb->d * s0));
+		acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), f, acc[r]);
+		corr[r] += xb->d * (s0 * (float)xb->s[0] + s1 * (float)xb->s[1]);
+	}
+}
+
+// q6k: 6-bit codes in two 128-element halves, int8 scale per 16 elements; w = d*sc*(q - 32).
+INLINE void F(q6k_n)(const lw *w, int row, const void *xv, long xs, int nx, float *out) {
+	const uint8_t *p = w->w + row * w->rowbytes;
+	const lq8 *x = (const lq8 *)xv;
+	int nsb = w->cols / 256;
+	__m256 a0[LAYA_NX], a1[LAYA_NX];
+	float c0[LAYA_NX], c1[LAYA_NX];
+	for (int r = 0; r < nx; r++) {
+		a0[r] = a1[r] = _mm256_setzero_ps();
+		c0[r] = c1[r] = 0;
+	}
+	for (int sb = 0; sb < nsb; sb++) {
+		const uint8_t *blk = p + 210 * sb;
+		for (int h = 0; h < 2; h++) {
+			__m256i qh = LOADU(blk + 128 + 32 * h);
+			__m256i ql0 = LOADU(blk + 64 * h), ql1 = LOADU(blk + 64 * h + 32);
+			const lq8 *xb = x + 8 * sb + 4 * h;
+			F(q6k_quarter)(blk, ql0, ql1, qh, xb, xs, nx, h, 0, a0, c0);
+			F(q6k_quarter)(blk, ql0, ql1, qh, xb + 1, xs, nx, h, 1, a1, c1);
+			F(q6k_quarter)(blk, ql0, ql1, qh, xb + 2, xs, nx, h, 2, a0, c0);
+			F(q6k_quarter)(blk, ql0, ql1, qh, xb + 3, xs, nx, h, 3, a1, c1);
+		}
+	}
+	for (int r = 0; r < nx; r++) out[r] = F(hsum)(_mm256_add_ps(a0[r], a1[r])) - 32 * (c0[r] + c1[r]);
+}
+DISPATCH(q6k)
+
+// comp reads element i of an Affine scales or biases tensor.
+static inline float F(comp)(const uint8_t *p, int sdt, long i) {
+	uint16_t h;
+	if (sdt == LS_F32) {
+		float f;
+		memcpy(&f, p + 4 * i, 4);
+		return f;
+	}
+	memcpy(&h, p + 2 * i, 2);
+	if (sdt == LS_F16) return _cvtsh_ss(h);
+	uint32_t bits = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+// comp8 reads elements i..i+7 of an Affine scales or biases tensor.
+static inline __m256 F(comp8)(const uint8_t *p, int sdt, long i) {
+	if (sdt == LS_F32) return _mm256_loadu_ps((const float *)(p + 4 * i));
+	__m128i h = _mm_loadu_si128((const __m128i *)(p + 2 * i));
+	if (sdt == LS_F16) return _mm256_cvtph_ps(h);
+	return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+// affine_blk adds activation block b of nx rows times the matching 32 codes of an MLX row with
+// group scale s into acc, and bias*sum(x) into corr.
+INLINE void F(affine_blk)(const uint8_t *p, const lq8 *x, long xs, int nx, int four, int b, float s, float bias, __m256 *acc, float *corr) {
+	// 4-bit: nibbles of 16 bytes are [even codes | odd codes], matching the permuted
+	// activations; 8-bit: 32 codes in order, flipped to signed (q-128) for the sign trick.
+	__m256i q = four ? F(nib32)(p + 16 * b) : _mm256_xor_si256(LOADU(p + 32 * b), _mm256_set1_epi8((char)0x80));
+	for (int r = 0; r < nx; r++) {
+		const lq8 *xb = x + r * xs + b;
+		__m256i a = LOADU(xb->q);
+		__m256i t = four ? F(dotu8)(q, a) : F(dots8)(q, a);
+		acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t), _mm256_set1_ps(s * xb->d), acc[r]);
+		corr[r] += bias * xb->ds;
+	}
+}
+
+// affine: MLX codes with a float scale and bias per group of w->group (a multiple of 32). The
+// loop runs over pairs of blocks with no per-group loop, whose overhead showed at group 32/64.
+INLINE void F(affine_n)(const lw *w, int row, const void *xv, long xs, int nx, float *out, int four, int sdt) {
+	const uint8_t *p = w->w + row * w->rowbytes;
+	const lq8 *x = (const lq8 *)xv;
+	int ng = w->cols / w->group, nb = w->cols / 32, b = 0, sh = 0;
+	while ((32 << sh) < w->group) sh++; // groups are 32 << sh elements (32, 64, 128)
+	long g0 = (long)row * ng;
+	__m256 a0[LAYA_NX], a1[LAYA_NX];
+	float c0[LAYA_NX], c1[LAYA_NX];
+	for (int r = 0; r < nx; r++) {
+		a0[r] = a1[r] = _mm256_setzero_ps();
+		c0[r] = c1[r] = 0;
+	}
+	// The 8-bit codes' shift by 128 joins the bias.
+	const float shift = four ? 0 : 128;
+	for (; b + 1 < nb; b += 2) {
+		long ga = g0 + (b >> sh), gb = g0 + ((b + 1) >> sh);
+		float sa = F(comp)(w->sc, sdt, ga), ba = F(comp)(w->bi, sdt, ga);
+		float sb = F(comp)(w->sc, sdt, gb), bb = F(comp)(w->bi, sdt, gb);
+		F(affine_blk)(p, x, xs, nx, four, b, sa, ba + shift * sa, a0, c0);
+		F(affine_blk)(p, x, xs, nx, four, b + 1, sb, bb + shift * sb, a1, c1);
+	}
+	if (b < nb) {
+		long ga = g0 + (b >> sh);
+		float sa = F(comp)(w->sc, sdt, ga), ba = F(comp)(w->bi, sdt, ga);
+		F(affine_blk)(p, x, xs, nx, four, b, sa, ba + shift * sa, a0, c0);
+	}
+	for (int r = 0; r < nx; r++) out[r] = F(hsum)(_mm256_add_ps(a0[r], a1[r])) + c0[r] + c1[r];
+}
+// affine_s fixes the scale dtype at compile time too: the conversion sits in the inner loop.
+INLINE void F(affine_s)(const lw *w, int row, const void *x, long xs, int nx, float *out, int four) {
+	switch (w->sdt) {
+	case LS_F16: F(affine_n)(w, row, x, xs, nx, out, four, LS_F16); break;
+	case LS_BF16: F(affine_n)(w, row, x, xs, nx, out, four, LS_BF16); break;
+	default: F(affine_n)(w, row, x, xs, nx, out, four, LS_F32); break;
+	}
+}
+DISPATCHK(aff4, affine_s, 1)
+DISPATCHK(aff8, affine_s, 0)
+
+// tile runs Q4_0 (aff = 0) or 4-bit Affine (aff = 1) rows against nt*8 activation rows (nt = 1
+// or 2 tiles of 8) held interleaved (x8, see laya_quantize): per block, each group of 4 weight
+// codes is broadcast and multiplied with the same 4 elements of 8 rows at once, so one vector
+// collects the block's dot products for 8 rows and is scaled once by the weight scale times the
+// rows' scales. The zero point (-8*d for Q4_0, the bias for Affine) multiplies the rows' sums.
+INLINE void F(tile_n)(const lw *w, int row, const int8_t *x8, const float *xt, int nrows, int r0, float *out, int nt, int aff, int sdt) {
+	const uint8_t *p = w->w + row * w->rowbytes;
+	int nb = w->cols / 32, sh = 0;
+	long g0 = 0;
+	if (aff) {
+		while ((32 << sh) < w->group) sh++;
+		g0 = (long)row * (w->cols / w->group);
+	}
+	const float *xd = xt + r0, *xds = xt + (long)nb * nrows + r0;
+	const int8_t *xb = x8 + (long)(r0 / 8) * nb * 256;
+	const long tstride = (long)nb * 256; // bytes from one 8-row tile to the next
+	__m256 acc[2], corr[2];
+	for (int u = 0; u < nt; u++) acc[u] = corr[u] = _mm256_setzero_ps();
+	uint32_t codes[8] __attribute__((aligned(32)));
+	for (int b = 0; b < nb; b++, xb += 256) {
+		float scale, zero;
+		__m256i q;
+		if (aff) {
+			scale = F(comp)(w->sc, sdt, g0 + (b >> sh));
+			zero = F(comp)(w->bi, sdt, g0 + (b >> sh));
+			q = F(nib32)(p + 16 * b);
+		} else {
+			const uint8_t *blk = p + 18 * b;
+			scale = F(half)(blk);
+			zero = -8 * scale;
+			q = F(nib32)(blk + 2);
+		}
+		_mm256_store_si256((__m256i *)codes, q);
+		__m256i s[2][2];
+		for (int u = 0; u < nt; u++) s[u][0] = s[u][1] = _mm256_setzero_si256();
+		for (int k = 0; k < 8; k++) {
+			__m256i c = _mm256_set1_epi32((int)codes[k]);
+			for (int u = 0; u < nt; u++) {
+				__m256i xv = LOADU(xb + u * tstride + 32 * k);
+#if VNNI
+				s[u][k & 1] = _mm256_dpbusd_epi32(s[u][k & 1], c, xv);
+#else
+				s[u][k & 1] = _mm256_add_epi32(s[u][k & 1], F(dotu8)(c, xv));
+#endif
+			}
+		}
+		__m256 sv = _mm256_set1_ps(scale), zv = _mm256_set1_ps(zero);
+		for (int u = 0; u < nt; u++) {
+			__m256 f = _mm256_mul_ps(_mm256_loadu_ps(xd + (long)b * nrows + 8 * u), sv);
+			acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(s[u][0], s[u][1])), f, acc[u]);
+			corr[u] = _mm256_fmadd_ps(_mm256_loadu_ps(xds + (long)b * nrows + 8 * u), zv, corr[u]);
+		}
+	}
+	for (int u = 0; u < nt; u++) _mm256_storeu_ps(out + 8 * u, _mm256_add_ps(acc[u], corr[u]));
+}
+
+#define TILES(nt)                                                                                                     \
+	static void F(tile##nt##_q4_0)(const lw *w, int row, const int8_t *x8, const float *xt, int nrows, int r0, float *out) { \
+		F(tile_n)(w, row, x8, xt, nrows, r0, out, nt / 8, 0, 0);                                                   \
+	}                                                                                                             \
+	static void F(tile##nt##_aff4)(const lw *w, int row, const int8_t *x8, const float *xt, int nrows, int r0, float *out) { \
+		switch (w->sdt) {                                                                                         \
+		case LS_F16: F(tile_n)(w, row, x8, xt, nrows, r0, out, nt / 8, 1, LS_F16); break;                        \
+		case LS_BF16: F(tile_n)(w, row, x8, xt, nrows, r0, out, nt / 8, 1, LS_BF16); break;                      \
+		default: F(tile_n)(w, row, x8, xt, nrows, r0, out, nt / 8, 1, LS_F32); break;                            \
+		}                                                                                                         \
+	}
+TILES(8)
+TILES(16)
+#undef TILES
+
+// vec runs one Q4_0 (aff = 0) or 4-bit Affine (aff = 1) row against one activation row, eight
+// blocks at a time: the eight integer dot products are summed into one vector whose lanes are the
+// blocks, so the float scaling is one multiply-add per eight blocks, with the weight scales
+// converted together and the activation scales read from xt (nrows = 1: xt[b] = d, xt[nb+b] = ds).
+INLINE void F(vec_n)(const lw *w, int row, const lq8 *x, const float *xt, float *out, int aff, int sdt) {
+	const uint8_t *p = w->w + row * w->rowbytes;
+	int nb = w->cols / 32, sh = 0, b = 0, ngr = 0;
+	long g0 = 0;
+	if (aff) {
+		while ((32 << sh) < w->group) sh++;
+		g0 = (long)row * (w->cols / w->group);
+		ngr = 8 >> sh ? 8 >> sh : 1; // groups spanned by 8 blocks
+	}
+	__m256 acc = _mm256_setzero_ps(), corr = _mm256_setzero_ps();
+	const __m256i spread = _mm256_setr_epi32(0 >> sh, 1 >> sh, 2 >> sh, 3 >> sh, 4 >> sh, 5 >> sh, 6 >> sh, 7 >> sh);
+	for (; b + 8 <= nb; b += 8) {
+		__m256i d[8];
+		__m256 scale, zero;
+		if (aff) {
+			long gi = g0 + (b >> sh);
+			__m256 s8, z8;
+			if (gi + 8 <= (long)w->rows * (w->cols / w->group)) { // 8 values readable
+				s8 = F(comp8)(w->sc, sdt, gi);
+				z8 = F(comp8)(w->bi, sdt, gi);
+			} else {
+				float sv[8] = {0}, zv[8] = {0};
+				for (int i = 0; i < ngr; i++) {
+					sv[i] = F(comp)(w->sc, sdt, gi + i);
+					zv[i] = F(comp)(w->bi, sdt, gi + i);
+				}
+				s8 = _mm256_loadu_ps(sv);
+				z8 = _mm256_loadu_ps(zv);
+			}
+			scale = _mm256_permutevar8x32_ps(s8, spread);
+			zero = _mm256_permutevar8x32_ps(z8, spread);
+			for (int i = 0; i < 8; i++) d[i] = F(dotu8)(F(nib32)(p + 16 * (b + i)), LOADU(x[b + i].q));
+		} else {
+			// Scales gathered by inserts: a vector load of just-stored halves would stall on
+			// store forwarding.
+			__m128i h = _mm_setzero_si128();
+			const uint8_t *blk = p + 18 * b;
+			h = _mm_insert_epi16(h, F(u16)(blk + 0 * 18), 0);
+			h = _mm_insert_epi16(h, F(u16)(blk + 1 * 18), 1);
+			h = _mm_insert_epi16(h, F(u16)(blk + 2 * 18), 2);
+			h = _mm_insert_epi16(h, F(u16)(blk + 3 * 18), 3);
+			h = _mm_insert_epi16(h, F(u16)(blk + 4 * 18), 4);
+			h = _mm_insert_epi16(h, F(u16)(blk + 5 * 18), 5);
+			h = _mm_insert_epi16(h, F(u16)(blk + 6 * 18), 6);
+			h = _mm_insert_epi16(h, F(u16)(blk + 7 * 18), 7);
+			for (int i = 0; i < 8; i++) d[i] = F(dotu8)(F(nib32)(blk + 18 * i + 2), LOADU(x[b + i].q));
+			scale = _mm256_cvtph_ps(h);
+			zero = _mm256_mul_ps(scale, _mm256_set1_ps(-8));
+		}
+		__m256i a0 = _mm256_hadd_epi32(d[0], d[1]), a1 = _mm256_hadd_epi32(d[2], d[3]);
+		__m256i a2 = _mm256_hadd_epi32(d[4], d[5]), a3 = _mm256_hadd_epi32(d[6], d[7]);
+		__m256i b0 = _mm256_hadd_epi32(a0, a1), b1 = _mm256_hadd_epi32(a2, a3);
+		__m256i sum = _mm256_add_epi32(_mm256_permute2x128_si256(b0, b1, 0x20), _mm256_permute2x128_si256(b0, b1, 0x31));
+		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(scale, _mm256_loadu_ps(xt + b)), acc);
+		corr = _mm256_fmadd_ps(zero, _mm256_loadu_ps(xt + nb + b), corr);
+	}
+	float tail = 0;
+	for (; b < nb; b++) { // fewer than 8 blocks left
+		float scale, zero;
+		__m256i q;
+		if (aff) {
+			scale = F(comp)(w->sc, sdt, g0 + (b >> sh));
+			zero = F(comp)(w->bi, sdt, g0 + (b >> sh));
+			q = F(nib32)(p + 16 * b);
+		} else {
+			scale = F(half)(p + 18 * b);
+			zero = -8 * scale;
+			q = F(nib32)(p + 18 * b + 2);
+		}
+		tail += x[b].d * scale * (float)F(hsumi)(F(dotu8)(q, LOADU(x[b].q))) + zero * x[b].ds;
+	}
+	*out = F(hsum)(_mm256_add_ps(acc, corr)) + tail;
+}
+
+// vecpair is vec for a residual pair (main row 0 and remainder row 1 of x, xs blocks apart):
+// four blocks at a time, each decoded once for both rows, whose eight dot products fill one vector
+// in the order of the transposed scales (xt[2b + r], nrows = 2).
+INLINE void F(vecpair_n)(const lw *w, int row, const lq8 *x, long xs, const float *xt, float *out, int aff, int sdt) {
+	const uint8_t *p = w->w + row * w->rowbytes;
+	int nb = w->cols / 32, sh = 0, b = 0;
+	long g0 = 0;
+	if (aff) {
+		while ((32 << sh) < w->group) sh++;
+		g0 = (long)row * (w->cols / w->group);
+	}
+	const __m256i dup = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+	__m256 acc = _mm256_setzero_ps(), corr = _mm256_setzero_ps();
+	for (; b + 4 <= nb; b += 4) {
+		__m256i d[8];
+		__m128 s4, z4;
+		if (aff) {
+			long gi = g0 + (b >> sh);
+			if (sh <= 2 && gi + 8 <= (long)w->rows * (w->cols / w->group)) {
+				// b is a multiple of 4, so block b+i is in group gi + (i >> sh).
+				const __m256i grp = _mm256_setr_epi32(0, 1 >> sh, 2 >> sh, 3 >> sh, 0, 0, 0, 0);
+				s4 = _mm256_castps256_ps128(_mm256_permutevar8x32_ps(F(comp8)(w->sc, sdt, gi), grp));
+				z4 = _mm256_castps256_ps128(_mm256_permutevar8x32_ps(F(comp8)(w->bi, sdt, gi), grp));
+			} else {
+				float sv[4], zv[4];
+				for (int i = 0; i < 4; i++) {
+					sv[i] = F(comp)(w->sc, sdt, g0 + ((b + i) >> sh));
+					zv[i] = F(comp)(w->bi, sdt, g0 + ((b + i) >> sh));
+				}
+				s4 = _mm_setr_ps(sv[0], sv[1], sv[2], sv[3]);
+				z4 = _mm_setr_ps(zv[0], zv[1], zv[2], zv[3]);
+			}
+			for (int i = 0; i < 4; i++) {
+				__m256i q = F(nib32)(p + 16 * (b + i));
+				d[2 * i] = F(dotu8)(q, LOADU(x[b + i].q));
+				d[2 * i + 1] = F(dotu8)(q, LOADU(x[xs + b + i].q));
+			}
+		} else {
+			const uint8_t *blk = p + 18 * b;
+			__m128i h = _mm_setzero_si128();
+			h = _mm_insert_epi16(h, F(u16)(blk), 0);
+			h = _mm_insert_epi16(h, F(u16)(blk + 18), 1);
+			h = _mm_insert_epi16(h, F(u16)(blk + 36), 2);
+			h = _mm_insert_epi16(h, F(u16)(blk + 54), 3);
+			s4 = _mm_cvtph_ps(h);
+			z4 = _mm_mul_ps(s4, _mm_set1_ps(-8));
+			for (int i = 0; i < 4; i++) {
+				__m256i q = F(nib32)(blk + 18 * i + 2);
+				d[2 * i] = F(dotu8)(q, LOADU(x[b + i].q));
+				d[2 * i + 1] = F(dotu8)(q, LOADU(x[xs + b + i].q));
+			}
+		}
+		__m256 scale = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(s4), dup);
+		__m256 zero = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(z4), dup);
+		__m256i a0 = _mm256_hadd_epi32(d[0], d[1]), a1 = _mm256_hadd_epi32(d[2], d[3]);
+		__m256i a2 = _mm256_hadd_epi32(d[4], d[5]), a3 = _mm256_hadd_epi32(d[6], d[7]);
+		__m256i b0 = _mm256_hadd_epi32(a0, a1), b1 = _mm256_hadd_epi32(a2, a3);
+		__m256i sum = _mm256_add_epi32(_mm256_permute2x128_si256(b0, b1, 0x20), _mm256_permute2x128_si256(b0, b1, 0x31));
+		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(scale, _mm256_loadu_ps(xt + 2 * b)), acc);
+		corr = _mm256_fmadd_ps(zero, _mm256_loadu_ps(xt + 2 * (nb + b)), corr);
+	}
+	float tail = 0;
+	for (; b < nb; b++) { // fewer than 4 blocks left
+		float scale, zero;
+		__m256i q;
+		if (aff) {
+			scale = F(comp)(w->sc, sdt, g0 + (b >> sh));
+			zero = F(comp)(w->bi, sdt, g0 + (b >> sh));
+			q = F(nib32)(p + 16 * b);
+		} else {
+			scale = F(half)(p + 18 * b);
+			zero = -8 * scale;
+			q = F(nib32)(p + 18 * b + 2);
+		}
+		for (int r = 0; r < 2; r++) {
+			const lq8 *xb = x + r * xs + b;
+			tail += xb->d * scale * (float)F(hsumi)(F(dotu8)(q, LOADU(xb->q))) + zero * xb->ds;
+		}
+	}
+	*out = F(hsum)(_mm256_add_ps(acc, corr)) + tail;
+}
+
+static void F(vecpair_q4_0)(const lw *w, int row, const lq8 *x, long xs, const float *xt, float *out) {
+	F(vecpair_n)(w, row, x, xs, xt, out, 0, 0);
+}
+
+static void F(vecpair_aff4)(const lw *w, int row, const lq8 *x, long xs, const float *xt, float *out) {
+	switch (w->sdt) {
+	case LS_F16: F(vecpair_n)(w, row, x, xs, xt, out, 1, LS_F16); break;
+	case LS_BF16: F(vecpair_n)(w, row, x, xs, xt, out, 1, LS_BF16); break;
+	default: F(vecpair_n)(w, row, x, xs, xt, out, 1, LS_F32); break;
+	}
+}
+
+static void F(vec_q4_0)(const lw *w, int row, const lq8 *x, const float *xt, float *out) {
+	F(vec_n)(w, row, x, xt, out, 0, 0);
+}
+
+static void F(vec_aff4)(const lw *w, int row, const lq8 *x, const float *xt, float *out) {
+	switch (w->sdt) {
+	case LS_F16: F(vec_n)(w, row, x, xt, out, 1, LS_F16); break;
+	case LS_BF16: F(vec_n)(w, row, x, xt, out, 1, LS_BF16); break;
+	default: F(vec_n)(w, row, x, xt, out, 1, LS_F32); break;
+	}
+}
+
+static inline __m256 F(load8w)(const uint8_t *p, int kind) {
+	if (kind == LK_F32) return _mm256_loadu_ps((const float *)p);
+	__m128i h = _mm_loadu_si128((const __m128i *)p);
+	if (kind == LK_F16) return _mm256_cvtph_ps(h);
+	return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+static inline float F(load1w)(const uint8_t *p, int kind, int i) {
+	if (kind == LK_F32) {
+		float f;
+		memcpy(&f, p + 4 * i, 4);
+		return f;
+	}
+	uint16_t h;
+	memcpy(&h, p + 2 * i, 2);
+	if (kind == LK_F16) return _cvtsh_ss(h);
+	uint32_t bits = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+INLINE void F(float_n)(const lw *w, int row, const void *xv, long xs, int nx, float *out) {
+	const uint8_t *p = w->w + row * w->rowbytes;
+	const float *x = (const float *)xv;
+	int kind = w->kind, esz = kind == LK_F32 ? 4 : 2, n = w->cols, i = 0;
+	__m256 acc[2][LAYA_NX];
+	for (int r = 0; r < nx; r++) acc[0][r] = acc[1][r] = _mm256_setzero_ps();
+	for (; i + 16 <= n; i += 16) {
+		__m256 w0 = F(load8w)(p + esz * i, kind), w1 = F(load8w)(p + esz * (i + 8), kind);
+		for (int r = 0; r < nx; r++) {
+			acc[0][r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + r * xs + i), acc[0][r]);
+			acc[1][r] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + r * xs + i + 8), acc[1][r]);
+		}
+	}
+	for (int r = 0; r < nx; r++) {
+		float s = F(hsum)(_mm256_add_ps(acc[0][r], acc[1][r]));
+		for (int j = i; j < n; j++) s += F(load1w)(p, kind, j) * x[r * xs + j];
+		out[r] = s;
+	}
+}
+DISPATCH(float)
+
+static inline float F(dot)(const float *a, const float *b, int n) {
+	__m256 acc = _mm256_setzero_ps();
+	int i = 0;
+	for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+	float s = F(hsum)(acc);
+	for (; i < n; i++) s += a[i] * b[i];
+	return s;
+}
+
+static void F(attention)(const float *q, const float *k, const float *v, float *out, float *sc,
+	int heads, int group, int hd, int kvw, int pos, int lo, int hi, float scale) {
+	for (int it = lo; it < hi; it++) {
+		int r = it / heads, h = it % heads, n = pos + r + 1, ko = (h / group) * hd;
+		const float *qh = q + (long)it * hd;
+		float m = -INFINITY;
+		for (int t = 0; t < n; t++) {
+			sc[t] = F(dot)(qh, k + (long)t * kvw + ko, hd) * scale;
+			m = fmaxf(m, sc[t]);
+		}
+		__m256 zs = _mm256_setzero_ps(), mv = _mm256_set1_ps(m);
+		int t = 0;
+		for (; t + 8 <= n; t += 8) {
+			__m256 e = F(exp)(_mm256_sub_ps(_mm256_loadu_ps(sc + t), mv));
+			_mm256_storeu_ps(sc + t, e);
+			zs = _mm256_add_ps(zs, e);
+		}
+		float z = F(hsum)(zs);
+		for (; t < n; t++) z += (sc[t] = expf(sc[t] - m));
+		float *o = out + (long)it * hd, iz = 1 / z;
+		int i = 0;
+		for (; i + 8 <= hd; i += 8) {
+			__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+			int u = 0;
+			for (; u + 2 <= n; u += 2) {
+				a0 = _mm256_fmadd_ps(_mm256_set1_ps(sc[u]), _mm256_loadu_ps(v + (long)u * kvw + ko + i), a0);
+				a1 = _mm256_fmadd_ps(_mm256_set1_ps(sc[u + 1]), _mm256_loadu_ps(v + (long)(u + 1) * kvw + ko + i), a1);
+			}
+			if (u < n) a0 = _mm256_fmadd_ps(_mm256_set1_ps(sc[u]), _mm256_loadu_ps(v + (long)u * kvw + ko + i), a0);
+			_mm256_storeu_ps(o + i, _mm256_mul_ps(_mm256_add_ps(a0, a1), _mm256_set1_ps(iz)));
+		}
+		for (; i < hd; i++) {
+			float s = 0;
+			for (int u = 0; u < n; u++) s += sc[u] * v[(long)u * kvw + ko + i];
+			o[i] = s * iz;
+		}
+	}
+}
+
+static void F(silu_mul)(float *dst, const float *g, const float *u, int n) {
+	int i = 0;
+	const __m256 one = _mm256_set1_ps(1);
+	for (; i + 8 <= n; i += 8) {
+		__m256 x = _mm256_loadu_ps(g + i);
+		__m256 e = F(exp)(_mm256_sub_ps(_mm256_setzero_ps(), x));
+		__m256 y = _mm256_div_ps(x, _mm256_add_ps(one, e));
+		_mm256_storeu_ps(dst + i, _mm256_mul_ps(y, _mm256_loadu_ps(u + i)));
+	}
+	for (; i < n; i++) dst[i] = g[i] / (1 + expf(-g[i])) * u[i];
+}
+
+static const laya_impl F(impl) = {
+	.quantize = F(quantize),
+	.dot = {
+		[LK_F32] = F(float), [LK_F16] = F(float), [LK_BF16] = F(float),
+		[LK_Q8_0] = F(q8_0), [LK_Q4_0] = F(q4_0), [LK_Q5_0] = F(q5_0),
+		[LK_Q4_K] = F(q45k), [LK_Q5_K] = F(q45k), [LK_Q6_K] = F(q6k),
+		[LK_AFF4] = F(aff4), [LK_AFF8] = F(aff8),
+	},
+	.tile8 = {[LK_Q4_0] = F(tile8_q4_0), [LK_AFF4] = F(tile8_aff4)},
+	.tile16 = {[LK_Q4_0] = F(tile16_q4_0), [LK_AFF4] = F(tile16_aff4)},
+	.vec = {[LK_Q4_0] = F(vec_q4_0), [LK_AFF4] = F(vec_aff4)},
+	.vecpair = {[LK_Q4_0] = F(vecpair_q4_0), [LK_AFF4] = F(vecpair_aff4)},
+	.attention = F(attention),
+	.silu_mul = F(silu_mul),
+};
+
+#undef LOADU
+#undef DISPATCH
+#undef DISPATCHK
+#undef INLINE

@@ -1,0 +1,166 @@
+package cpu
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/layaapp/laya/engine/backend"
+	"github.com/layaapp/laya/engine/tensor"
+)
+
+// lq8Size is the size of one C activation block (kernels.h lq8): 32 int8 codes, scale, sums.
+const lq8Size = 44
+
+// tile8 enables the kernels that read transposed scales and interleaved codes (8-block
+// decode, 8- and 16-row prefill); tests turn it off to check them against the others.
+var tile8 = true
+
+// matrix is a prepared weight matrix: the tensor plus the kernel that runs it.
+type matrix struct {
+	t          *tensor.Tensor
+	rows, cols int
+	// fast: a C kernel of the given kind (and Affine scale dtype) handles it; otherwise the
+	// generic dequantize-and-dot path does.
+	fast      bool
+	kind, sdt int
+}
+
+// matrix validates t once and caches it, so MatMul on the hot path is a map lookup.
+func (c *cpuBackend) matrix(t *tensor.Tensor) (*matrix, error) {
+	if m, ok := c.mats[t]; ok {
+		return m, nil
+	}
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("cpu: %w", err)
+	}
+	switch t.DType {
+	case tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q5_0,
+		tensor.Q4_K, tensor.Q5_K, tensor.Q6_K, tensor.Affine:
+	default:
+		return nil, fmt.Errorf("cpu: tensor %q: dtype %v has no matmul kernel", t.Name, t.DType)
+	}
+	m := &matrix{t: t, rows: t.Rows(), cols: t.Cols()}
+	m.kind, m.sdt, m.fast = kernelKind(t)
+	c.mats[t] = m
+	return m, nil
+}
+
+// matmulJob splits one MatMul over output rows.
+type matmulJob struct {
+	m      *matrix
+	dst, x []float32
+	bias   []float32
+	rows   int
+	// xq holds x quantized to lq8 blocks for the quantized kernels; xt their scales transposed
+	// and x8 their codes interleaved by 8 rows (for full groups of 8 rows) for the kernels that
+	// scale 8 blocks or 8 rows at once.
+	xq []uint32
+	xt []float32
+	x8 []int8
+	// resid: x was quantized as residual pairs, qrows block rows in all (see kernels.h).
+	resid   bool
+	qrows   int
+	scratch []float32
+	// tmp is per-worker scratch for the generic path: one dequantized weight row.
+	tmp  [][]float32
+	errs []error
+}
+
+func (j *matmulJob) init(threads int) {
+	j.tmp = make([][]float32, threads)
+	j.errs = make([]error, threads)
+}
+
+func (c *cpuBackend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows int) {
+	if w == nil {
+		c.fail(errors.New("cpu: matmul: nil weight"))
+		return
+	}
+	m, err := c.matrix(w)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	var bv []float32
+	if bias != nil {
+		if bv, err = c.vec(bias); err != nil {
+			c.fail(err)
+			return
+		}
+		if len(bv) != m.rows {
+			c.fail(fmt.Errorf("cpu: matmul: bias %q has %d values for %d outputs", bias.Name, len(bv), m.rows))
+			return
+		}
+	}
+	if rows < 0 {
+		c.fail(fmt.Errorf("cpu: matmul: %d rows", rows))
+		return
+	}
+	d, ok1 := c.need("matmul", dst, rows*m.rows)
+	s, ok2 := c.need("matmul", x, rows*m.cols)
+	if !ok1 || !ok2 || rows == 0 {
+		return
+	}
+	j := &c.mm
+	j.m, j.dst, j.x, j.bias, j.rows = m, d, s, bv, rows
+	j.resid, j.qrows = false, rows
+	if m.fast && !kindIsFloat(m.kind) {
+		if c.residual {
+			j.resid, j.qrows = true, 2*rows
+		}
+		n := j.qrows * m.cols / 32 * lq8Size / 4
+		if cap(j.xq) < n {
+			j.xq = make([]uint32, n)
+		}
+		if cap(j.scratch) < m.cols {
+			j.scratch = make([]float32, m.cols)
+		}
+		j.xq = j.xq[:n]
+		j.xt, j.x8 = j.xt[:0], j.x8[:0]
+		if tile8 {
+			nt, n8 := 2*j.qrows*m.cols/32, j.qrows/8*8*m.cols
+			if cap(j.xt) < nt {
+				j.xt = make([]float32, nt)
+			}
+			if cap(j.x8) < n8 {
+				j.x8 = make([]int8, n8)
+			}
+			j.xt, j.x8 = j.xt[:nt], j.x8[:n8]
+		}
+		quantize(s, rows, m.cols, j.xq, kindPermutes(m.kind), j.resid, j.scratch, j.xt, j.x8)
+	}
+	// About eight chunks per worker, whole groups of four rows, balance a shared machine.
+	chunk := max(4, (m.rows/(8*c.pool.threads)+3)/4*4)
+	c.pool.parallel(j, m.rows, chunk)
+	for i, e := range j.errs {
+		if e != nil {
+			c.fail(e)
+			j.errs[i] = nil
+		}
+	}
+}
+
+func (j *matmulJob) run(w, lo, hi int) {
+	if j.m.fast {
+		j.runKernel(lo, hi)
+		return
+	}
+	m := j.m
+	if len(j.tmp[w]) < m.cols {
+		j.tmp[w] = make([]float32, m.cols)
+	}
+	tmp := j.tmp[w][:m.cols]
+	for o := lo; o < hi; o++ {
+		if err := tensor.DequantizeRow(m.t, o, tmp); err != nil {
+			j.errs[w] = fmt.Errorf("cpu: matmul: %w", err)
+			return
+		}
+		var b float32
+		if j.bias != nil {
+			b = j.bias[o]
+		}
+		for r := range j.rows {
+			j.dst[r*m.rows+o] = dot(tmp, j.x[r*m.cols:(r+1)*m.cols]) + b
+		}
+	}
+}

@@ -1,0 +1,213 @@
+package cpu
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/layaapp/laya/engine/backend"
+	"github.com/layaapp/laya/engine/tensor"
+)
+
+func (c *cpuBackend) RMSNorm(dst, x backend.Buffer, w *tensor.Tensor, rows int, eps float32) {
+	if w == nil {
+		c.fail(errors.New("cpu: rmsnorm: nil weight"))
+		return
+	}
+	wv, err := c.vec(w)
+	if err != nil {
+		c.fail(fmt.Errorf("cpu: rmsnorm: %w", err))
+		return
+	}
+	n := w.Cols()
+	if len(wv) != n {
+		c.fail(fmt.Errorf("cpu: rmsnorm: weight %q has shape %v, want a vector", w.Name, w.Shape))
+		return
+	}
+	d, ok1 := c.need("rmsnorm", dst, rows*n)
+	s, ok2 := c.need("rmsnorm", x, rows*n)
+	if !ok1 || !ok2 {
+		return
+	}
+	for r := range rows {
+		xr, dr := s[r*n:(r+1)*n], d[r*n:(r+1)*n]
+		// float64 sum: the mean of thousands of squares loses digits in float32.
+		var ss float64
+		for _, v := range xr {
+			ss += float64(v) * float64(v)
+		}
+		inv := float32(1 / math.Sqrt(ss/float64(n)+float64(eps)))
+		for i, v := range xr {
+			dr[i] = v * inv * wv[i]
+		}
+	}
+}
+
+// ropeTable holds cos and sin of p*InvFreq[i] for positions [0, positions), row-major by position.
+type ropeTable struct {
+	half      int
+	positions int
+	cos, sin  []float32
+}
+
+// ropeFor returns the table for r covering at least n positions, growing it by doubling so a
+// growing context reallocates only a logarithmic number of times.
+func (c *cpuBackend) ropeFor(r *backend.Rope, n int) (*ropeTable, error) {
+	if r.HeadDim <= 0 || r.HeadDim%2 != 0 || len(r.InvFreq) != r.HeadDim/2 {
+		return nil, fmt.Errorf("cpu: rope: head dim %d with %d frequencies", r.HeadDim, len(r.InvFreq))
+	}
+	t := c.ropes[r]
+	if t != nil && t.positions >= n {
+		return t, nil
+	}
+	half := r.HeadDim / 2
+	p := max(n, 1024)
+	if t != nil {
+		p = max(n, 2*t.positions)
+	}
+	t = &ropeTable{half: half, positions: p, cos: make([]float32, p*half), sin: make([]float32, p*half)}
+	for pos := range p {
+		for i, f := range r.InvFreq {
+			// float64 angle: p*f in float32 loses the low bits of large positions.
+			a := float64(pos) * float64(f)
+			t.cos[pos*half+i] = float32(math.Cos(a))
+			t.sin[pos*half+i] = float32(math.Sin(a))
+		}
+	}
+	c.ropes[r] = t
+	return t, nil
+}
+
+func (c *cpuBackend) Rope(x backend.Buffer, rows, heads, pos int, rope *backend.Rope) {
+	if rope == nil {
+		c.fail(errors.New("cpu: rope: nil rope"))
+		return
+	}
+	if pos < 0 || rows < 0 || heads < 0 {
+		c.fail(fmt.Errorf("cpu: rope: rows %d heads %d pos %d", rows, heads, pos))
+		return
+	}
+	t, err := c.ropeFor(rope, pos+rows)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	hd := rope.HeadDim
+	d, ok := c.need("rope", x, rows*heads*hd)
+	if !ok {
+		return
+	}
+	half := t.half
+	for r := range rows {
+		cs := t.cos[(pos+r)*half : (pos+r+1)*half]
+		sn := t.sin[(pos+r)*half : (pos+r+1)*half]
+		for h := range heads {
+			v := d[(r*heads+h)*hd : (r*heads+h+1)*hd]
+			if rope.Style == backend.RopeInterleaved {
+				for i := range half {
+					a, b := v[2*i], v[2*i+1]
+					v[2*i] = a*cs[i] - b*sn[i]
+					v[2*i+1] = b*cs[i] + a*sn[i]
+				}
+			} else {
+				lo, hi := v[:half], v[half:]
+				for i := range half {
+					a, b := lo[i], hi[i]
+					lo[i] = a*cs[i] - b*sn[i]
+					hi[i] = b*cs[i] + a*sn[i]
+				}
+			}
+		}
+	}
+}
+
+// kvCache stores keys and values as float32, per layer [Context][KVHeads*HeadDim]. The slices
+// come from fresh zero pages, so positions never written cost no resident memory.
+type kvCache struct {
+	shape backend.AttnShape
+	k, v  [][]float32
+	lens  []int
+}
+
+func (k *kvCache) Shape() backend.AttnShape { return k.shape }
+
+// Len reports the last layer's length, which a step fills last.
+func (k *kvCache) Len() int {
+	if len(k.lens) == 0 {
+		return 0
+	}
+	return k.lens[len(k.lens)-1]
+}
+
+func (k *kvCache) Truncate(n int) {
+	for i := range k.lens {
+		k.lens[i] = max(min(k.lens[i], n), 0)
+	}
+}
+
+func (c *cpuBackend) NewKVCache(s backend.AttnShape) backend.KVCache {
+	kc := &kvCache{shape: s}
+	if s.Layers <= 0 || s.Heads <= 0 || s.KVHeads <= 0 || s.HeadDim <= 0 || s.Context <= 0 || s.Heads%s.KVHeads != 0 {
+		c.fail(fmt.Errorf("cpu: kv cache shape %+v", s))
+		kc.shape = backend.AttnShape{}
+		return kc
+	}
+	w := s.KVHeads * s.HeadDim
+	kc.k, kc.v, kc.lens = make([][]float32, s.Layers), make([][]float32, s.Layers), make([]int, s.Layers)
+	for l := range s.Layers {
+		kc.k[l] = make([]float32, s.Context*w)
+		kc.v[l] = make([]float32, s.Context*w)
+	}
+	return kc
+}
+
+// attnJob computes attention for (row, head) items of one Attention call.
+type attnJob struct {
+	out, q       []float32
+	k, v         []float32
+	heads, group int
+	hd, kvw, pos int
+	scale        float32
+	// scores is per-worker scratch of at least Context values.
+	scores [][]float32
+}
+
+func (c *cpuBackend) Attention(out, q, k, v backend.Buffer, cache backend.KVCache, layer, pos, rows int) {
+	kc, ok := cache.(*kvCache)
+	if !ok || kc == nil {
+		c.fail(fmt.Errorf("cpu: attention: cache %T does not belong to the cpu backend", cache))
+		return
+	}
+	s := kc.shape
+	if layer < 0 || layer >= s.Layers {
+		c.fail(fmt.Errorf("cpu: attention: layer %d of a %d-layer cache", layer, s.Layers))
+		return
+	}
+	if rows < 0 || pos < 0 || pos+rows > s.Context || pos > kc.lens[layer] {
+		c.fail(fmt.Errorf("cpu: attention: layer %d positions [%d, %d) with %d cached of context %d", layer, pos, pos+rows, kc.lens[layer], s.Context))
+		return
+	}
+	qw, kvw := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
+	o, ok1 := c.need("attention", out, rows*qw)
+	qd, ok2 := c.need("attention", q, rows*qw)
+	kd, ok3 := c.need("attention", k, rows*kvw)
+	vd, ok4 := c.need("attention", v, rows*kvw)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return
+	}
+	copy(kc.k[layer][pos*kvw:], kd)
+	copy(kc.v[layer][pos*kvw:], vd)
+	kc.lens[layer] = pos + rows
+	j := &c.attn
+	for w := range j.scores {
+		if len(j.scores[w]) < s.Context {
+			j.scores[w] = make([]float32, s.Context)
+		}
+	}
+	j.out, j.q, j.k, j.v = o, qd, kc.k[layer], kc.v[layer]
+	j.heads, j.group, j.hd, j.kvw, j.pos = s.Heads, s.Heads/s.KVHeads, s.HeadDim, kvw, pos
+	j.scale = float32(1 / math.Sqrt(float64(s.HeadDim)))
+	// Later rows see more positions; small chunks keep the causal triangle balanced.
+	items := rows * s.Heads
+	c.pool.parallel(j, items, max(1, items/(8*c.pool.threads)))
+}
