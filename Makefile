@@ -21,11 +21,12 @@ test: test-go check-darwin test-vscode
 test-go:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
+	CGO_ENABLED=0 $(GO) test -count=1 ./engine/cpu/
 
 test-vscode:
 	cd editors/vscode && npm ci --no-audit --no-fund && npm test
 
-bench: build
+bench:
 	bash build/bench/run.sh
 
 clean:
