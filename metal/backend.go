@@ -13,8 +13,9 @@ import (
 )
 
 // Backend implements backend.Backend on a Device. Operations only append dispatches to the
-// step's plan (no allocation once the plan has grown to a step's size); Read and Sync submit the
-// plan in one Device.Run call. Errors of an operation are kept and reported by the next Sync or
+// step's plan (no allocation once the plan has grown to a step's size), or, when the step
+// repeats the last one's calls, only update per-step values of the kept plan (replay.go); Read
+// and Sync submit the plan in one Device.Run call. Errors of an operation are kept and reported by the next Sync or
 // Read, as the interface asks; a step with an error is dropped, not run. Like every backend, it
 // is used by one goroutine at a time (the engine serializes forward passes).
 type Backend struct {
@@ -26,6 +27,19 @@ type Backend struct {
 	upload              Buf
 	uploadSize, uploadN int
 	lastRope            ropeRecord
+	// log holds the calls of the plan in pl.ds (see replay.go); while replaying, cursor is the
+	// next call a matching step must make, and stepPos is the first position of the step.
+	log       []call
+	replaying bool
+	cursor    int
+	stepPos   int
+	// midStep is set when a step was submitted in parts (the upload area filled up), which
+	// makes it unfit for replay.
+	midStep bool
+	ids     []int32 // of the Embed call being made
+	word    [4]byte
+	caches  uint64
+	sel     selector
 	// recent are the last two dispatches when they are single-row mat-vecs, newest last, so
 	// SiLUMul can merge gate, up and itself into one matvec_silu pass and Add can fold a
 	// residual add into the mat-vec that produced its operand.
@@ -57,12 +71,9 @@ type weight struct {
 // ropeRecord remembers the last Rope dispatch so Attention can fold the rotation of k into the
 // cache write.
 type ropeRecord struct {
-	index     int // in pl.ds; -1 when the last dispatch is not a rope
-	x         Arg
-	rows, pos int
-	heads     int
-	rope      *backend.Rope
-	invFreq   Arg
+	index int // in pl.ds; -1 when the last dispatch is not a rope
+	op    callOp
+	pos   int
 }
 
 type buffer struct {
@@ -75,6 +86,8 @@ func (x *buffer) Len() int { return x.n }
 func (x *buffer) arg() Arg { return Arg{x.h, uint64(x.off) * 4} }
 
 type kvCache struct {
+	// id tells caches apart in a recorded plan even when a freed cache's handles are reused.
+	id    uint64
 	shape backend.AttnShape
 	k, v  Buf
 	lens  []int
@@ -111,6 +124,7 @@ func New(dev Device) (*Backend, error) {
 		upload:     up,
 		uploadSize: initialUpload,
 		lastRope:   ropeRecord{index: -1},
+		stepPos:    -1,
 		recent:     [2]mvRecord{{index: -1}, {index: -1}},
 	}, nil
 }
@@ -283,7 +297,8 @@ func (b *Backend) buf(op string, x backend.Buffer, n int) (Arg, bool) {
 // NewKVCache allocates float32 keys and values for every layer; its memory is returned to the
 // device after the cache becomes unreachable.
 func (b *Backend) NewKVCache(s backend.AttnShape) backend.KVCache {
-	c := &kvCache{shape: s}
+	b.caches++
+	c := &kvCache{id: b.caches, shape: s}
 	if s.Layers <= 0 || s.Heads <= 0 || s.KVHeads <= 0 || s.HeadDim <= 0 || s.Context <= 0 ||
 		s.Heads%s.KVHeads != 0 || s.HeadDim%2 != 0 || s.HeadDim > mslAttMaxHeadDim {
 		b.fail(fmt.Errorf("metal: kv cache shape %+v (head dim must be even and at most %d)", s, mslAttMaxHeadDim))
@@ -327,13 +342,11 @@ func groups1(n, per int) [3]uint32 { return [3]uint32{uint32((n + per - 1) / per
 
 // Embed records the lookup of ids in table (any weight format) into dst.
 func (b *Backend) Embed(dst backend.Buffer, table *tensor.Tensor, ids []int32) {
-	b.barrier()
 	w, ok := b.weight("embed", table)
 	if !ok {
 		return
 	}
-	cols := table.Cols()
-	d, ok := b.buf("embed", dst, len(ids)*cols)
+	d, ok := b.buf("embed", dst, len(ids)*table.Cols())
 	if !ok || len(ids) == 0 {
 		return
 	}
@@ -343,22 +356,29 @@ func (b *Backend) Embed(dst backend.Buffer, table *tensor.Tensor, ids []int32) {
 			return
 		}
 	}
-	idArg, ok := b.put(unsafe.Slice((*byte)(unsafe.Pointer(&ids[0])), 4*len(ids)))
-	if !ok {
-		return
-	}
-	p := mslEmbedParams{w: w.desc, count: uint32(len(ids))}
-	b.pl.encEmbed([3]uint32{uint32((cols + 63) / 64), uint32(len(ids)), 1}, [3]uint32{64, 1, 1},
-		w.data, w.scales, w.biases, idArg, d, &p)
+	b.ids = ids
+	b.emit(call{op: callOp{kind: callEmbed, w: w, args: [6]Arg{d}, n: len(ids)}})
+	b.ids = nil
 }
 
-// put copies host data for the current step into the upload buffer (ids are non-negative, so
-// their int32 bytes are the uint32 the kernel reads).
-func (b *Backend) put(data []byte) (Arg, bool) {
-	n := (len(data) + 15) &^ 15
+func (b *Backend) recordEmbed(c *call, write bool) {
+	b.barrier()
+	o := &c.op
+	if !b.slot(c, write) {
+		return
+	}
+	p := mslEmbedParams{w: o.w.desc, count: uint32(o.n)}
+	b.pl.encEmbed([3]uint32{(o.w.desc.cols + 63) / 64, uint32(o.n), 1}, [3]uint32{64, 1, 1},
+		o.w.data, o.w.scales, o.w.biases, c.slot, o.args[0], &p)
+}
+
+// reserve takes n bytes of the upload area for the current step. When the area is full it runs
+// what is recorded so far, so those uploads may be overwritten, and grows the area if it is
+// still too small.
+func (b *Backend) reserve(n int) (Arg, bool) {
+	n = (n + 15) &^ 15
 	if b.uploadN+n > b.uploadSize {
-		// Run what is recorded so its uploads may be overwritten, then grow if still too small.
-		if err := b.flush(); err != nil {
+		if err := b.flush(false); err != nil {
 			b.fail(err)
 			return Arg{}, false
 		}
@@ -373,14 +393,12 @@ func (b *Backend) put(data []byte) (Arg, bool) {
 		}
 	}
 	a := Arg{b.upload, uint64(b.uploadN)}
-	b.dev.Write(a, data)
 	b.uploadN += n
 	return a, true
 }
 
 // RMSNorm records a normalization of rows of x into dst (which may be x).
 func (b *Backend) RMSNorm(dst, x backend.Buffer, w *tensor.Tensor, rows int, eps float32) {
-	b.barrier()
 	if w == nil {
 		b.fail(errors.New("metal: rmsnorm: nil weight"))
 		return
@@ -392,14 +410,18 @@ func (b *Backend) RMSNorm(dst, x backend.Buffer, w *tensor.Tensor, rows int, eps
 	if !ok1 || !ok2 || !ok3 || rows <= 0 {
 		return
 	}
-	p := mslRMSNormParams{n: uint32(n), wDT: wt.dt, eps: eps}
-	b.pl.encRmsnorm([3]uint32{uint32(rows), 1, 1}, [3]uint32{256, 1, 1}, s, wt.data, d, &p)
+	b.emit(call{op: callOp{kind: callRMSNorm, w: wt, args: [6]Arg{d, s}, rows: rows, n: n, eps: eps}})
+}
+
+func (b *Backend) recordRMSNorm(c *call) {
+	b.barrier()
+	o := &c.op
+	p := mslRMSNormParams{n: uint32(o.n), wDT: o.w.dt, eps: o.eps}
+	b.pl.encRmsnorm([3]uint32{uint32(o.rows), 1, 1}, [3]uint32{256, 1, 1}, o.args[1], o.w.data, o.args[0], &p)
 }
 
 // MatMul records dst = x·Wᵀ (+ bias): a mat-vec for one row, the tiled mat-mat for a block.
 func (b *Backend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows int) {
-	prev := b.recent[1]
-	b.barrier()
 	wt, ok := b.weight("matmul", w)
 	if !ok {
 		return
@@ -410,15 +432,26 @@ func (b *Backend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows int
 	if !ok1 || !ok2 || rows <= 0 {
 		return
 	}
-	biasArg, hasBias, biasDT := wt.data, uint32(0), uint32(0)
+	var bw *weight
 	if bias != nil {
-		bw, ok := b.vector("matmul bias", bias, out)
-		if !ok {
+		if bw, ok = b.vector("matmul bias", bias, out); !ok {
 			return
 		}
-		biasArg, hasBias, biasDT = bw.data, 1, bw.dt
 	}
-	if rows == 1 {
+	b.emit(call{op: callOp{kind: callMatMul, w: wt, bias: bw, args: [6]Arg{d, s}, rows: rows}})
+}
+
+func (b *Backend) recordMatMul(c *call) {
+	o := &c.op
+	prev := b.recent[1]
+	b.barrier()
+	wt, d, s := o.w, o.args[0], o.args[1]
+	out := int(wt.desc.rows)
+	biasArg, hasBias, biasDT := wt.data, uint32(0), uint32(0)
+	if o.bias != nil {
+		biasArg, hasBias, biasDT = o.bias.data, 1, o.bias.dt
+	}
+	if o.rows == 1 {
 		r := mvRecord{w: wt, bias: biasArg, x: s, out: d,
 			p:      mslMatVecParams{w: wt.desc, hasBias: hasBias, biasDT: biasDT},
 			groups: [3]uint32{uint32((out + mvRowsPerGroup - 1) / mvRowsPerGroup), 1, 1}}
@@ -428,8 +461,8 @@ func (b *Backend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows int
 		b.recent = [2]mvRecord{prev, r}
 		return
 	}
-	p := mslMatMulParams{w: wt.desc, rows: uint32(rows), hasBias: hasBias, biasDT: biasDT}
-	b.pl.encMatmul([3]uint32{uint32((out + mslMmTile - 1) / mslMmTile), uint32((rows + mslMmTile - 1) / mslMmTile), 1},
+	p := mslMatMulParams{w: wt.desc, rows: uint32(o.rows), hasBias: hasBias, biasDT: biasDT}
+	b.pl.encMatmul([3]uint32{uint32((out + mslMmTile - 1) / mslMmTile), uint32((o.rows + mslMmTile - 1) / mslMmTile), 1},
 		[3]uint32{mslMmThreads, 1, 1}, wt.data, wt.scales, wt.biases, biasArg, s, d, &p)
 }
 
@@ -474,7 +507,6 @@ func ropeStyle(s backend.RopeStyle) uint32 {
 
 // Rope records the rotation of rows of x at positions pos.. in place.
 func (b *Backend) Rope(x backend.Buffer, rows, heads, pos int, rope *backend.Rope) {
-	b.barrier()
 	if rope == nil {
 		b.fail(errors.New("metal: rope: nil rope"))
 		return
@@ -484,15 +516,23 @@ func (b *Backend) Rope(x backend.Buffer, rows, heads, pos int, rope *backend.Rop
 	if !ok1 || !ok2 || rows <= 0 || heads <= 0 || pos < 0 {
 		return
 	}
-	p := mslRopeParams{rows: uint32(rows), heads: uint32(heads), headDim: uint32(rope.HeadDim), pos: uint32(pos), style: ropeStyle(rope.Style)}
-	b.pl.encRope(groups1(rows*heads*rope.HeadDim/2, 256), [3]uint32{256, 1, 1}, xa, inv, &p)
-	b.lastRope = ropeRecord{index: len(b.pl.ds) - 1, x: xa, rows: rows, pos: pos, heads: heads, rope: rope, invFreq: inv}
+	b.emit(call{op: callOp{kind: callRope, args: [6]Arg{xa, inv}, rows: rows, heads: heads,
+		headDim: rope.HeadDim, style: ropeStyle(rope.Style)}, pos: pos})
+}
+
+func (b *Backend) recordRope(c *call, write bool) {
+	b.barrier()
+	if !b.slot(c, write) {
+		return
+	}
+	o := &c.op
+	p := mslRopeParams{rows: uint32(o.rows), heads: uint32(o.heads), headDim: uint32(o.headDim), style: o.style}
+	b.pl.encRope(groups1(o.rows*o.heads*o.headDim/2, 256), [3]uint32{256, 1, 1}, o.args[0], o.args[1], c.slot, &p)
+	b.lastRope = ropeRecord{index: len(b.pl.ds) - 1, op: *o, pos: c.pos}
 }
 
 // Attention records the cache write of k and v and causal attention of q over the cache.
 func (b *Backend) Attention(out, q, k, v backend.Buffer, cache backend.KVCache, layer, pos, rows int) {
-	fused := b.lastRope
-	b.barrier()
 	c, ok := cache.(*kvCache)
 	if !ok || c == nil || c.lens == nil {
 		b.fail(fmt.Errorf("metal: attention: cache %T does not belong to the metal backend", cache))
@@ -515,38 +555,54 @@ func (b *Backend) Attention(out, q, k, v backend.Buffer, cache backend.KVCache, 
 	if !ok1 || !ok2 || !ok3 || !ok4 {
 		return
 	}
-	layerOff := uint64(layer) * uint64(s.Context) * uint64(kvw) * 4
-	kc, vc := Arg{c.k, layerOff}, Arg{c.v, layerOff}
-	kp := mslKVStoreParams{rope: mslRopeParams{rows: uint32(rows), heads: uint32(s.KVHeads), headDim: uint32(s.HeadDim), pos: uint32(pos)}}
-	inv := ka
-	// The model rotated k just before: do that rotation while writing the cache.
-	if fused.index == len(b.pl.ds)-1 && fused.x == ka && fused.rows == rows && fused.pos == pos &&
-		fused.heads == s.KVHeads && fused.rope.HeadDim == s.HeadDim {
-		b.pl.ds = b.pl.ds[:fused.index]
-		kp.rotate, kp.rope.style, inv = 1, ropeStyle(fused.rope.Style), fused.invFreq
-	}
-	b.pl.encKvStore(groups1(rows*kvw/2, 256), [3]uint32{256, 1, 1}, ka, va, inv, kc, vc, &kp)
 	c.lens[layer] = pos + rows
-	ap := mslAttnParams{rows: uint32(rows), heads: uint32(s.Heads), kvHeads: uint32(s.KVHeads), headDim: uint32(s.HeadDim),
-		pos: uint32(pos), scale: float32(1 / math.Sqrt(float64(s.HeadDim)))}
-	if rows == 1 {
-		b.pl.encAttention([3]uint32{uint32(s.Heads), 1, 1}, [3]uint32{mslAttSimdgroups * mslSimd, 1, 1}, qa, kc, vc, oa, &ap)
+	layerOff := uint64(layer) * uint64(s.Context) * uint64(kvw) * 4
+	b.emit(call{op: callOp{kind: callAttention, args: [6]Arg{oa, qa, ka, va, {c.k, layerOff}, {c.v, layerOff}},
+		rows: rows, heads: s.Heads, kvHeads: s.KVHeads, headDim: s.HeadDim, cache: c.id}, pos: pos})
+}
+
+func (b *Backend) recordAttention(c *call, write bool) {
+	fused := b.lastRope
+	b.barrier()
+	if !b.slot(c, write) {
 		return
 	}
-	b.pl.encAttentionBlock([3]uint32{uint32(s.Heads), uint32((rows + mslAtbRows - 1) / mslAtbRows), 1},
-		[3]uint32{mslAtbRows * mslSimd, 1, 1}, qa, kc, vc, oa, &ap)
+	o := &c.op
+	oa, qa, ka, va, kc, vc := o.args[0], o.args[1], o.args[2], o.args[3], o.args[4], o.args[5]
+	kp := mslKVStoreParams{rope: mslRopeParams{rows: uint32(o.rows), heads: uint32(o.kvHeads), headDim: uint32(o.headDim)}}
+	inv := ka
+	// The model rotated k just before: do that rotation while writing the cache.
+	if fused.index == len(b.pl.ds)-1 && fused.op.args[0] == ka && fused.op.rows == o.rows && fused.pos == c.pos &&
+		fused.op.heads == o.kvHeads && fused.op.headDim == o.headDim {
+		b.pl.ds = b.pl.ds[:fused.index]
+		kp.rotate, kp.rope.style, inv = 1, fused.op.style, fused.op.args[1]
+	}
+	b.pl.encKvStore(groups1(o.rows*o.kvHeads*o.headDim/2, 256), [3]uint32{256, 1, 1}, ka, va, inv, kc, vc, c.slot, &kp)
+	ap := mslAttnParams{rows: uint32(o.rows), heads: uint32(o.heads), kvHeads: uint32(o.kvHeads), headDim: uint32(o.headDim),
+		scale: float32(1 / math.Sqrt(float64(o.headDim)))}
+	if o.rows == 1 {
+		b.pl.encAttention([3]uint32{uint32(o.heads), 1, 1}, [3]uint32{mslAttSimdgroups * mslSimd, 1, 1}, qa, kc, vc, oa, c.slot, &ap)
+		return
+	}
+	b.pl.encAttentionBlock([3]uint32{uint32(o.heads), uint32((o.rows + mslAtbRows - 1) / mslAtbRows), 1},
+		[3]uint32{mslAtbRows * mslSimd, 1, 1}, qa, kc, vc, oa, c.slot, &ap)
 }
 
 // SiLUMul records dst = silu(gate)·up.
 func (b *Backend) SiLUMul(dst, gate, up backend.Buffer, n int) {
-	r := b.recent
-	b.barrier()
 	d, ok1 := b.buf("silumul", dst, n)
 	g, ok2 := b.buf("silumul", gate, n)
 	u, ok3 := b.buf("silumul", up, n)
 	if !ok1 || !ok2 || !ok3 || n <= 0 {
 		return
 	}
+	b.emit(call{op: callOp{kind: callSiLUMul, args: [6]Arg{d, g, u}, n: n}})
+}
+
+func (b *Backend) recordSiLUMul(c *call) {
+	r := b.recent
+	b.barrier()
+	d, g, u, n := c.op.args[0], c.op.args[1], c.op.args[2], c.op.n
 	// The gate and up projections of x were the last two dispatches: one pass does all three.
 	if r[0].out == u && r[1].out == g {
 		r[0], r[1] = r[1], r[0]
@@ -575,13 +631,18 @@ func (pl *plan) encMatvecSilu(k kernelID, groups, threads [3]uint32, wg, sg, bg,
 
 // Add records dst += x.
 func (b *Backend) Add(dst, x backend.Buffer, n int) {
-	r := b.recent[1]
-	b.barrier()
 	d, ok1 := b.buf("add", dst, n)
 	s, ok2 := b.buf("add", x, n)
 	if !ok1 || !ok2 || n <= 0 {
 		return
 	}
+	b.emit(call{op: callOp{kind: callAdd, args: [6]Arg{d, s}, n: n}})
+}
+
+func (b *Backend) recordAdd(c *call) {
+	r := b.recent[1]
+	b.barrier()
+	d, s, n := c.op.args[0], c.op.args[1], c.op.n
 	// x is the output of the mat-vec just recorded: that pass adds it to dst too. dst must not
 	// be the mat-vec's input, which other threadgroups still read, nor its output.
 	if r.index == len(b.pl.ds)-1 && r.out == s && r.p.w.rows == uint32(n) && r.x.Buf != d.Buf && r.out.Buf != d.Buf {
@@ -593,33 +654,10 @@ func (b *Backend) Add(dst, x backend.Buffer, n int) {
 	b.pl.encAddInplace(groups1(n, 256), [3]uint32{256, 1, 1}, d, s, &mslEltParams{n: uint32(n)})
 }
 
-// flush runs the recorded plan, or drops it when an operation failed.
-func (b *Backend) flush() error {
-	defer func() {
-		b.pl.reset()
-		b.uploadN = 0
-		b.barrier()
-	}()
-	if b.err != nil {
-		err := b.err
-		b.err = nil
-		return err
-	}
-	if len(b.pl.ds) == 0 {
-		return nil
-	}
-	err := b.dev.Run(b.pl.ds)
-	b.freeDropped()
-	if err != nil {
-		return fmt.Errorf("metal: %s: %w", b.dev.Name(), err)
-	}
-	return nil
-}
-
 // Read submits the recorded step and copies the first len(dst) values of src.
 func (b *Backend) Read(dst []float32, src backend.Buffer) error {
 	a, ok := b.buf("read", src, len(dst))
-	if err := b.flush(); err != nil || !ok {
+	if err := b.flush(true); err != nil || !ok {
 		return err
 	}
 	if len(dst) > 0 {
@@ -629,7 +667,7 @@ func (b *Backend) Read(dst []float32, src backend.Buffer) error {
 }
 
 // Sync submits the recorded step, waits for it and reports the first error since the last Sync.
-func (b *Backend) Sync() error { return b.flush() }
+func (b *Backend) Sync() error { return b.flush(true) }
 
 // Close releases the device and everything allocated on it.
 func (b *Backend) Close() error { return b.dev.Close() }

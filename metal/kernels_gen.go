@@ -5,7 +5,7 @@ package metal
 import "math"
 
 // kernelSources lists the kernel files in the order they compile as one source.
-var kernelSources = []string{"common.metal", "dequant.metal", "attention.metal", "elementwise.metal", "matmul.metal", "matvec.metal", "norm.metal", "rope.metal"}
+var kernelSources = []string{"common.metal", "dequant.metal", "attention.metal", "elementwise.metal", "matmul.metal", "matvec.metal", "norm.metal", "rope.metal", "select.metal"}
 
 // Numeric #defines of the kernel sources.
 const (
@@ -32,6 +32,10 @@ const (
 	mslMvChunk         = 16
 	mslRopeHalf        = 0
 	mslRopeInterleaved = 1
+	mslSelectThreads   = 256
+	mslArgmaxTile      = 4096
+	mslTopkTile        = 1024
+	mslTopkMax         = 64
 )
 
 // Kernel ids, indices into kernelNames and the emulator's trampoline table.
@@ -63,18 +67,19 @@ const (
 	kRmsnorm
 	kRope
 	kKvStore
+	kArgmax
+	kTopk
 )
 
 // kernelNames are the kernel function names, by kernel id.
-var kernelNames = [...]string{"attention", "attention_block", "silu_mul", "add_inplace", "embed", "matmul", "matvec_f32", "matvec_f16", "matvec_bf16", "matvec_affine4", "matvec_affine8", "matvec_q8_0", "matvec_q4_0", "matvec_q4_k", "matvec_q6_k", "matvec_silu_f32", "matvec_silu_f16", "matvec_silu_bf16", "matvec_silu_affine4", "matvec_silu_affine8", "matvec_silu_q8_0", "matvec_silu_q4_0", "matvec_silu_q4_k", "matvec_silu_q6_k", "rmsnorm", "rope", "kv_store"}
+var kernelNames = [...]string{"attention", "attention_block", "silu_mul", "add_inplace", "embed", "matmul", "matvec_f32", "matvec_f16", "matvec_bf16", "matvec_affine4", "matvec_affine8", "matvec_q8_0", "matvec_q4_0", "matvec_q4_k", "matvec_q6_k", "matvec_silu_f32", "matvec_silu_f16", "matvec_silu_bf16", "matvec_silu_affine4", "matvec_silu_affine8", "matvec_silu_q8_0", "matvec_silu_q4_0", "matvec_silu_q4_k", "matvec_silu_q6_k", "rmsnorm", "rope", "kv_store", "argmax", "topk"}
 
-// mslAttnParams mirrors the kernels' struct AttnParams (6 words).
+// mslAttnParams mirrors the kernels' struct AttnParams (5 words).
 type mslAttnParams struct {
 	rows    uint32
 	heads   uint32
 	kvHeads uint32
 	headDim uint32
-	pos     uint32
 	scale   float32
 }
 
@@ -87,8 +92,6 @@ func (s *mslAttnParams) encode(w []uint32) int {
 	w[n] = s.kvHeads
 	n++
 	w[n] = s.headDim
-	n++
-	w[n] = s.pos
 	n++
 	w[n] = math.Float32bits(s.scale)
 	n++
@@ -121,7 +124,7 @@ func (s *mslEmbedParams) encode(w []uint32) int {
 	return n
 }
 
-// mslKVStoreParams mirrors the kernels' struct KVStoreParams (6 words).
+// mslKVStoreParams mirrors the kernels' struct KVStoreParams (5 words).
 type mslKVStoreParams struct {
 	rope   mslRopeParams
 	rotate uint32
@@ -206,12 +209,11 @@ func (s *mslRMSNormParams) encode(w []uint32) int {
 	return n
 }
 
-// mslRopeParams mirrors the kernels' struct RopeParams (5 words).
+// mslRopeParams mirrors the kernels' struct RopeParams (4 words).
 type mslRopeParams struct {
 	rows    uint32
 	heads   uint32
 	headDim uint32
-	pos     uint32
 	style   uint32
 }
 
@@ -223,9 +225,25 @@ func (s *mslRopeParams) encode(w []uint32) int {
 	n++
 	w[n] = s.headDim
 	n++
-	w[n] = s.pos
-	n++
 	w[n] = s.style
+	n++
+	return n
+}
+
+// mslSelectParams mirrors the kernels' struct SelectParams (3 words).
+type mslSelectParams struct {
+	n       uint32
+	k       uint32
+	indexed uint32
+}
+
+func (s *mslSelectParams) encode(w []uint32) int {
+	n := 0
+	w[n] = s.n
+	n++
+	w[n] = s.k
+	n++
+	w[n] = s.indexed
 	n++
 	return n
 }
@@ -260,25 +278,27 @@ func (s *mslWeight) encode(w []uint32) int {
 	return n
 }
 
-// encAttention records kernel attention with buffers q, kcache, vcache, out at [[buffer(0..3)]] and params at [[buffer(4)]].
-func (pl *plan) encAttention(groups, threads [3]uint32, q, kcache, vcache, out Arg, p *mslAttnParams) {
+// encAttention records kernel attention with buffers q, kcache, vcache, out, step at [[buffer(0..4)]] and params at [[buffer(5)]].
+func (pl *plan) encAttention(groups, threads [3]uint32, q, kcache, vcache, out, step Arg, p *mslAttnParams) {
 	d := pl.next(kAttention, groups, threads)
 	d.Args[0] = q
 	d.Args[1] = kcache
 	d.Args[2] = vcache
 	d.Args[3] = out
-	d.NArgs = 4
+	d.Args[4] = step
+	d.NArgs = 5
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 
-// encAttentionBlock records kernel attention_block with buffers q, kcache, vcache, out at [[buffer(0..3)]] and params at [[buffer(4)]].
-func (pl *plan) encAttentionBlock(groups, threads [3]uint32, q, kcache, vcache, out Arg, p *mslAttnParams) {
+// encAttentionBlock records kernel attention_block with buffers q, kcache, vcache, out, step at [[buffer(0..4)]] and params at [[buffer(5)]].
+func (pl *plan) encAttentionBlock(groups, threads [3]uint32, q, kcache, vcache, out, step Arg, p *mslAttnParams) {
 	d := pl.next(kAttentionBlock, groups, threads)
 	d.Args[0] = q
 	d.Args[1] = kcache
 	d.Args[2] = vcache
 	d.Args[3] = out
-	d.NArgs = 4
+	d.Args[4] = step
+	d.NArgs = 5
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 
@@ -615,23 +635,47 @@ func (pl *plan) encRmsnorm(groups, threads [3]uint32, x, w, out Arg, p *mslRMSNo
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 
-// encRope records kernel rope with buffers x, invFreq at [[buffer(0..1)]] and params at [[buffer(2)]].
-func (pl *plan) encRope(groups, threads [3]uint32, x, invFreq Arg, p *mslRopeParams) {
+// encRope records kernel rope with buffers x, invFreq, step at [[buffer(0..2)]] and params at [[buffer(3)]].
+func (pl *plan) encRope(groups, threads [3]uint32, x, invFreq, step Arg, p *mslRopeParams) {
 	d := pl.next(kRope, groups, threads)
 	d.Args[0] = x
 	d.Args[1] = invFreq
-	d.NArgs = 2
+	d.Args[2] = step
+	d.NArgs = 3
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 
-// encKvStore records kernel kv_store with buffers k, v, invFreq, kcache, vcache at [[buffer(0..4)]] and params at [[buffer(5)]].
-func (pl *plan) encKvStore(groups, threads [3]uint32, k, v, invFreq, kcache, vcache Arg, p *mslKVStoreParams) {
+// encKvStore records kernel kv_store with buffers k, v, invFreq, kcache, vcache, step at [[buffer(0..5)]] and params at [[buffer(6)]].
+func (pl *plan) encKvStore(groups, threads [3]uint32, k, v, invFreq, kcache, vcache, step Arg, p *mslKVStoreParams) {
 	d := pl.next(kKvStore, groups, threads)
 	d.Args[0] = k
 	d.Args[1] = v
 	d.Args[2] = invFreq
 	d.Args[3] = kcache
 	d.Args[4] = vcache
-	d.NArgs = 5
+	d.Args[5] = step
+	d.NArgs = 6
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encArgmax records kernel argmax with buffers in, inIds, outKeys, outIds at [[buffer(0..3)]] and params at [[buffer(4)]].
+func (pl *plan) encArgmax(groups, threads [3]uint32, in, inIds, outKeys, outIds Arg, p *mslSelectParams) {
+	d := pl.next(kArgmax, groups, threads)
+	d.Args[0] = in
+	d.Args[1] = inIds
+	d.Args[2] = outKeys
+	d.Args[3] = outIds
+	d.NArgs = 4
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encTopk records kernel topk with buffers in, inIds, outKeys, outIds at [[buffer(0..3)]] and params at [[buffer(4)]].
+func (pl *plan) encTopk(groups, threads [3]uint32, in, inIds, outKeys, outIds Arg, p *mslSelectParams) {
+	d := pl.next(kTopk, groups, threads)
+	d.Args[0] = in
+	d.Args[1] = inIds
+	d.Args[2] = outKeys
+	d.Args[3] = outIds
+	d.NArgs = 4
 	d.NParams = uint32(p.encode(d.Params[:]))
 }

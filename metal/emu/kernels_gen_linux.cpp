@@ -105,7 +105,9 @@ inline float dequant(Weight wt, device const uchar* w, device const uchar* scale
 }
 #line 1 "metal/kernels/attention.metal"
 // attention.metal: causal attention of query rows over the KV cache with online softmax; query
-// row r sees positions 0..pos+r. The caches are bound at the layer's position 0.
+// row r sees positions 0..pos+r. The caches are bound at the layer's position 0. pos, the position
+// of query row 0, is read from device memory (step[0]) rather than the parameters, so a recorded
+// decode plan replays unchanged at every position (see metal/README.md).
 //
 // `attention` is for decode: one threadgroup per head. Its ATT_SIMDGROUPS simdgroups take
 // interleaved chunks of 32 positions; in a chunk, lane l scores position 32c+l against q (staged
@@ -123,13 +125,13 @@ struct AttnParams {
   uint heads;
   uint kvHeads;
   uint headDim;
-  uint pos;       // position of query row 0
   float scale;
 };
 
 kernel void attention(device const float* q [[buffer(0)]], device const float* kcache [[buffer(1)]],
                       device const float* vcache [[buffer(2)]], device float* out [[buffer(3)]],
-                      constant AttnParams& p [[buffer(4)]], uint2 tg [[threadgroup_position_in_grid]],
+                      device const uint* step [[buffer(4)]], constant AttnParams& p [[buffer(5)]],
+                      uint2 tg [[threadgroup_position_in_grid]],
                       uint tid [[thread_index_in_threadgroup]], uint sg [[simdgroup_index_in_threadgroup]],
                       uint lane [[thread_index_in_simdgroup]]) {
   threadgroup float qs[ATT_MAX_HEAD_DIM];
@@ -145,7 +147,7 @@ kernel void attention(device const float* q [[buffer(0)]], device const float* k
   for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) acc[j] = 0.0f;
   // -FLT_MAX, not -INFINITY: fast math may assume no infinities. exp(-FLT_MAX - s) is 0.
   float m = -FLT_MAX, l = 0.0f;
-  const uint last = p.pos;
+  const uint last = step[0];
   for (uint t0 = sg * SIMD; t0 <= last; t0 += ATT_SIMDGROUPS * SIMD) {
     const uint n = min(uint(SIMD), last - t0 + 1);  // positions of this chunk, uniform
     const uint t = t0 + min(lane, n - 1);
@@ -200,7 +202,8 @@ kernel void attention(device const float* q [[buffer(0)]], device const float* k
 
 kernel void attention_block(device const float* q [[buffer(0)]], device const float* kcache [[buffer(1)]],
                             device const float* vcache [[buffer(2)]], device float* out [[buffer(3)]],
-                            constant AttnParams& p [[buffer(4)]], uint2 tg [[threadgroup_position_in_grid]],
+                            device const uint* step [[buffer(4)]], constant AttnParams& p [[buffer(5)]],
+                            uint2 tg [[threadgroup_position_in_grid]],
                             uint tid [[thread_index_in_threadgroup]], uint sg [[simdgroup_index_in_threadgroup]],
                             uint lane [[thread_index_in_simdgroup]]) {
   threadgroup float ks[ATB_TILE * ATT_MAX_HEAD_DIM];
@@ -210,8 +213,8 @@ kernel void attention_block(device const float* q [[buffer(0)]], device const fl
   const uint r0 = tg.y * ATB_ROWS, r = r0 + sg;
   const bool valid = r < p.rows;
   // The last position any row of this threadgroup sees, and this row's own.
-  const uint lastAll = p.pos + min(r0 + ATB_ROWS, p.rows) - 1;
-  const uint last = p.pos + r;
+  const uint lastAll = step[0] + min(r0 + ATB_ROWS, p.rows) - 1;
+  const uint last = step[0] + r;
   float qv[ATT_DIMS_PER_LANE], acc[ATT_DIMS_PER_LANE];
   device const float* qr = q + (min(r, p.rows - 1) * p.heads + h) * hd;
   for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) {
@@ -797,10 +800,9 @@ kernel void rmsnorm(device const float* x [[buffer(0)]], device const uchar* w [
 #define ROPE_INTERLEAVED 1
 
 struct RopeParams {
-  uint rows;     // positions pos .. pos+rows-1
+  uint rows;     // positions pos .. pos+rows-1, pos in step[0]
   uint heads;
   uint headDim;
-  uint pos;
   uint style;    // ROPE_*
 };
 
@@ -811,11 +813,12 @@ inline uint2 rope_pair(uint i, uint headDim, uint style) {
 
 // rope rotates x in place; one thread per (row, head, pair).
 kernel void rope(device float* x [[buffer(0)]], device const float* invFreq [[buffer(1)]],
-                 constant RopeParams& p [[buffer(2)]], uint gid [[thread_position_in_grid]]) {
+                 device const uint* step [[buffer(2)]], constant RopeParams& p [[buffer(3)]],
+                 uint gid [[thread_position_in_grid]]) {
   uint half_ = p.headDim / 2;
   if (gid >= p.rows * p.heads * half_) return;
   uint i = gid % half_, h = (gid / half_) % p.heads, r = gid / (half_ * p.heads);
-  float a = float(p.pos + r) * invFreq[i];
+  float a = float(step[0] + r) * invFreq[i];
   float c = cos(a), s = sin(a);
   uint2 d = rope_pair(i, p.headDim, p.style);
   device float* v = x + (r * p.heads + h) * p.headDim;
@@ -834,7 +837,8 @@ struct KVStoreParams {
 // one thread per (row, KV head, pair).
 kernel void kv_store(device float* k [[buffer(0)]], device const float* v [[buffer(1)]],
                      device const float* invFreq [[buffer(2)]], device float* kcache [[buffer(3)]],
-                     device float* vcache [[buffer(4)]], constant KVStoreParams& p [[buffer(5)]],
+                     device float* vcache [[buffer(4)]], device const uint* step [[buffer(5)]],
+                     constant KVStoreParams& p [[buffer(6)]],
                      uint gid [[thread_position_in_grid]]) {
   RopeParams rp = p.rope;
   uint half_ = rp.headDim / 2;
@@ -842,10 +846,10 @@ kernel void kv_store(device float* k [[buffer(0)]], device const float* v [[buff
   uint i = gid % half_, h = (gid / half_) % rp.heads, r = gid / (half_ * rp.heads);
   uint2 d = rope_pair(i, rp.headDim, rp.style);
   uint src = (r * rp.heads + h) * rp.headDim;
-  uint dst = ((rp.pos + r) * rp.heads + h) * rp.headDim;
+  uint dst = ((step[0] + r) * rp.heads + h) * rp.headDim;
   float x0 = k[src + d.x], x1 = k[src + d.y];
   if (p.rotate != 0) {
-    float a = float(rp.pos + r) * invFreq[i];
+    float a = float(step[0] + r) * invFreq[i];
     float c = cos(a), s = sin(a);
     float y0 = x0 * c - x1 * s, y1 = x0 * s + x1 * c;
     x0 = y0;
@@ -858,13 +862,129 @@ kernel void kv_store(device float* k [[buffer(0)]], device const float* v [[buff
   vcache[dst + d.x] = v[src + d.x];
   vcache[dst + d.y] = v[src + d.y];
 }
+#line 1 "metal/kernels/select.metal"
+// select.metal: the largest logits (argmax and top-k), so that sampling reads k values back
+// instead of the whole vocabulary.
+//
+// Candidates are ranked by an order-preserving 32-bit key of their float value and, among
+// equal keys, by the lower id, which is the CPU sampler's rule. Keys are compared as integers,
+// so the result does not depend on fast-math treatment of infinities and NaNs: a NaN logit
+// ranks as -inf, and -0 equals +0. Key 0 ranks below every value and pads partial tiles.
+//
+// Both kernels reduce tiles of candidates to the best one (argmax) or best k (topk) per
+// threadgroup; the host runs them in stages, each over the previous stage's winners
+// (p.indexed = 1: keys and ids given), until one threadgroup remains. The first stage reads the
+// logits themselves (p.indexed = 0: the input is float bits and ids are the indices).
+
+#define SELECT_THREADS 256
+#define ARGMAX_TILE 4096
+#define TOPK_TILE 1024
+#define TOPK_MAX 64
+
+struct SelectParams {
+  uint n;        // candidates in the input
+  uint k;        // winners each threadgroup writes (1 for argmax)
+  uint indexed;  // 0: input holds float logits, id = index; 1: input holds keys, ids in inIds
+};
+
+// select_key maps a float's bits to a key whose unsigned order is the float order.
+inline uint select_key(uint bits) {
+  if ((bits & 0x7fffffffu) > 0x7f800000u) bits = 0xff800000u;  // NaN ranks as -inf
+  if (bits == 0x80000000u) bits = 0;                            // -0 == +0
+  return (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
+}
+
+inline bool ranks_before(uint ka, uint ia, uint kb, uint ib) { return ka > kb || (ka == kb && ia < ib); }
+
+// argmax: threadgroup g reduces candidates [g*ARGMAX_TILE, (g+1)*ARGMAX_TILE) to its best one at
+// outKeys[g], outIds[g].
+kernel void argmax(device const uint* in [[buffer(0)]], device const uint* inIds [[buffer(1)]],
+                   device uint* outKeys [[buffer(2)]], device uint* outIds [[buffer(3)]],
+                   constant SelectParams& p [[buffer(4)]], uint g [[threadgroup_position_in_grid]],
+                   uint tid [[thread_index_in_threadgroup]], uint sg [[simdgroup_index_in_threadgroup]],
+                   uint lane [[thread_index_in_simdgroup]]) {
+  threadgroup uint tk[SELECT_THREADS / SIMD];
+  threadgroup uint ti[SELECT_THREADS / SIMD];
+  uint bk = 0, bi = 0xffffffffu;
+  const uint end = min((g + 1) * ARGMAX_TILE, p.n);
+  for (uint j = g * ARGMAX_TILE + tid; j < end; j += SELECT_THREADS) {
+    uint k = p.indexed != 0 ? in[j] : select_key(in[j]);
+    uint id = p.indexed != 0 ? inIds[j] : j;
+    if (ranks_before(k, id, bk, bi)) {
+      bk = k;
+      bi = id;
+    }
+  }
+  uint mk = simd_max(bk);
+  uint mi = simd_min(bk == mk ? bi : 0xffffffffu);
+  if (lane == 0) {
+    tk[sg] = mk;
+    ti[sg] = mi;
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (sg == 0) {
+    uint k2 = lane < SELECT_THREADS / SIMD ? tk[lane] : 0;
+    uint i2 = lane < SELECT_THREADS / SIMD ? ti[lane] : 0xffffffffu;
+    uint m2 = simd_max(k2);
+    uint j2 = simd_min(k2 == m2 ? i2 : 0xffffffffu);
+    if (lane == 0) {
+      outKeys[g] = m2;
+      outIds[g] = j2;
+    }
+  }
+}
+
+// topk: threadgroup g sorts candidates [g*TOPK_TILE, (g+1)*TOPK_TILE) best first (a bitonic sort
+// in threadgroup memory; ids are distinct, so the order is total) and writes the first p.k at
+// outKeys/outIds[g*p.k ...].
+kernel void topk(device const uint* in [[buffer(0)]], device const uint* inIds [[buffer(1)]],
+                 device uint* outKeys [[buffer(2)]], device uint* outIds [[buffer(3)]],
+                 constant SelectParams& p [[buffer(4)]], uint g [[threadgroup_position_in_grid]],
+                 uint tid [[thread_index_in_threadgroup]]) {
+  threadgroup uint keys[TOPK_TILE];
+  threadgroup uint ids[TOPK_TILE];
+  for (uint i = tid; i < TOPK_TILE; i += SELECT_THREADS) {
+    uint j = g * TOPK_TILE + i;
+    uint k = 0, id = 0xffffffffu;
+    if (j < p.n) {
+      k = p.indexed != 0 ? in[j] : select_key(in[j]);
+      id = p.indexed != 0 ? inIds[j] : j;
+    }
+    keys[i] = k;
+    ids[i] = id;
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint size = 2; size <= TOPK_TILE; size <<= 1) {
+    for (uint stride = size / 2; stride > 0; stride >>= 1) {
+      for (uint i = tid; i < TOPK_TILE; i += SELECT_THREADS) {
+        uint l = i ^ stride;
+        if (l > i) {
+          // Blocks with (i & size) == 0 end up best first, the others best last.
+          bool bestFirst = (i & size) == 0;
+          uint ki = keys[i], ii = ids[i], kl = keys[l], il = ids[l];
+          if (ranks_before(kl, il, ki, ii) == bestFirst) {
+            keys[i] = kl;
+            ids[i] = il;
+            keys[l] = ki;
+            ids[l] = ii;
+          }
+        }
+      }
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+  }
+  for (uint i = tid; i < p.k; i += SELECT_THREADS) {
+    outKeys[g * p.k + i] = keys[i];
+    outIds[g * p.k + i] = ids[i];
+  }
+}
 
 namespace {
 void k_attention(void* const* b, const msl::Ids& id) {
-  attention(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), *reinterpret_cast<AttnParams*>(b[4]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+  attention(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), reinterpret_cast<const uint*>(b[4]), *reinterpret_cast<AttnParams*>(b[5]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
 }
 void k_attention_block(void* const* b, const msl::Ids& id) {
-  attention_block(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), *reinterpret_cast<AttnParams*>(b[4]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+  attention_block(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), reinterpret_cast<const uint*>(b[4]), *reinterpret_cast<AttnParams*>(b[5]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
 }
 void k_silu_mul(void* const* b, const msl::Ids& id) {
   silu_mul(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<float*>(b[2]), *reinterpret_cast<EltParams*>(b[3]), msl::Attr<uint>(id.tpig));
@@ -936,10 +1056,16 @@ void k_rmsnorm(void* const* b, const msl::Ids& id) {
   rmsnorm(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<float*>(b[2]), *reinterpret_cast<RMSNormParams*>(b[3]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.tptg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.sptg), msl::Attr<uint>(id.tiisg));
 }
 void k_rope(void* const* b, const msl::Ids& id) {
-  rope(reinterpret_cast<float*>(b[0]), reinterpret_cast<const float*>(b[1]), *reinterpret_cast<RopeParams*>(b[2]), msl::Attr<uint>(id.tpig));
+  rope(reinterpret_cast<float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const uint*>(b[2]), *reinterpret_cast<RopeParams*>(b[3]), msl::Attr<uint>(id.tpig));
 }
 void k_kv_store(void* const* b, const msl::Ids& id) {
-  kv_store(reinterpret_cast<float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), reinterpret_cast<float*>(b[4]), *reinterpret_cast<KVStoreParams*>(b[5]), msl::Attr<uint>(id.tpig));
+  kv_store(reinterpret_cast<float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), reinterpret_cast<float*>(b[4]), reinterpret_cast<const uint*>(b[5]), *reinterpret_cast<KVStoreParams*>(b[6]), msl::Attr<uint>(id.tpig));
+}
+void k_argmax(void* const* b, const msl::Ids& id) {
+  argmax(reinterpret_cast<const uint*>(b[0]), reinterpret_cast<const uint*>(b[1]), reinterpret_cast<uint*>(b[2]), reinterpret_cast<uint*>(b[3]), *reinterpret_cast<SelectParams*>(b[4]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_topk(void* const* b, const msl::Ids& id) {
+  topk(reinterpret_cast<const uint*>(b[0]), reinterpret_cast<const uint*>(b[1]), reinterpret_cast<uint*>(b[2]), reinterpret_cast<uint*>(b[3]), *reinterpret_cast<SelectParams*>(b[4]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.tiitg));
 }
 }  // namespace
 
@@ -971,5 +1097,7 @@ const msl::Kernel emu_kernels[] = {
     k_rmsnorm,
     k_rope,
     k_kv_store,
+    k_argmax,
+    k_topk,
 };
-const uint32_t emu_kernel_count = 27;
+const uint32_t emu_kernel_count = 29;

@@ -1,5 +1,7 @@
 // attention.metal: causal attention of query rows over the KV cache with online softmax; query
-// row r sees positions 0..pos+r. The caches are bound at the layer's position 0.
+// row r sees positions 0..pos+r. The caches are bound at the layer's position 0. pos, the position
+// of query row 0, is read from device memory (step[0]) rather than the parameters, so a recorded
+// decode plan replays unchanged at every position (see metal/README.md).
 //
 // `attention` is for decode: one threadgroup per head. Its ATT_SIMDGROUPS simdgroups take
 // interleaved chunks of 32 positions; in a chunk, lane l scores position 32c+l against q (staged
@@ -17,13 +19,13 @@ struct AttnParams {
   uint heads;
   uint kvHeads;
   uint headDim;
-  uint pos;       // position of query row 0
   float scale;
 };
 
 kernel void attention(device const float* q [[buffer(0)]], device const float* kcache [[buffer(1)]],
                       device const float* vcache [[buffer(2)]], device float* out [[buffer(3)]],
-                      constant AttnParams& p [[buffer(4)]], uint2 tg [[threadgroup_position_in_grid]],
+                      device const uint* step [[buffer(4)]], constant AttnParams& p [[buffer(5)]],
+                      uint2 tg [[threadgroup_position_in_grid]],
                       uint tid [[thread_index_in_threadgroup]], uint sg [[simdgroup_index_in_threadgroup]],
                       uint lane [[thread_index_in_simdgroup]]) {
   threadgroup float qs[ATT_MAX_HEAD_DIM];
@@ -39,7 +41,7 @@ kernel void attention(device const float* q [[buffer(0)]], device const float* k
   for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) acc[j] = 0.0f;
   // -FLT_MAX, not -INFINITY: fast math may assume no infinities. exp(-FLT_MAX - s) is 0.
   float m = -FLT_MAX, l = 0.0f;
-  const uint last = p.pos;
+  const uint last = step[0];
   for (uint t0 = sg * SIMD; t0 <= last; t0 += ATT_SIMDGROUPS * SIMD) {
     const uint n = min(uint(SIMD), last - t0 + 1);  // positions of this chunk, uniform
     const uint t = t0 + min(lane, n - 1);
@@ -94,7 +96,8 @@ kernel void attention(device const float* q [[buffer(0)]], device const float* k
 
 kernel void attention_block(device const float* q [[buffer(0)]], device const float* kcache [[buffer(1)]],
                             device const float* vcache [[buffer(2)]], device float* out [[buffer(3)]],
-                            constant AttnParams& p [[buffer(4)]], uint2 tg [[threadgroup_position_in_grid]],
+                            device const uint* step [[buffer(4)]], constant AttnParams& p [[buffer(5)]],
+                            uint2 tg [[threadgroup_position_in_grid]],
                             uint tid [[thread_index_in_threadgroup]], uint sg [[simdgroup_index_in_threadgroup]],
                             uint lane [[thread_index_in_simdgroup]]) {
   threadgroup float ks[ATB_TILE * ATT_MAX_HEAD_DIM];
@@ -104,8 +107,8 @@ kernel void attention_block(device const float* q [[buffer(0)]], device const fl
   const uint r0 = tg.y * ATB_ROWS, r = r0 + sg;
   const bool valid = r < p.rows;
   // The last position any row of this threadgroup sees, and this row's own.
-  const uint lastAll = p.pos + min(r0 + ATB_ROWS, p.rows) - 1;
-  const uint last = p.pos + r;
+  const uint lastAll = step[0] + min(r0 + ATB_ROWS, p.rows) - 1;
+  const uint last = step[0] + r;
   float qv[ATT_DIMS_PER_LANE], acc[ATT_DIMS_PER_LANE];
   device const float* qr = q + (min(r, p.rows - 1) * p.heads + h) * hd;
   for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) {

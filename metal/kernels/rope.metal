@@ -5,10 +5,9 @@
 #define ROPE_INTERLEAVED 1
 
 struct RopeParams {
-  uint rows;     // positions pos .. pos+rows-1
+  uint rows;     // positions pos .. pos+rows-1, pos in step[0]
   uint heads;
   uint headDim;
-  uint pos;
   uint style;    // ROPE_*
 };
 
@@ -19,11 +18,12 @@ inline uint2 rope_pair(uint i, uint headDim, uint style) {
 
 // rope rotates x in place; one thread per (row, head, pair).
 kernel void rope(device float* x [[buffer(0)]], device const float* invFreq [[buffer(1)]],
-                 constant RopeParams& p [[buffer(2)]], uint gid [[thread_position_in_grid]]) {
+                 device const uint* step [[buffer(2)]], constant RopeParams& p [[buffer(3)]],
+                 uint gid [[thread_position_in_grid]]) {
   uint half_ = p.headDim / 2;
   if (gid >= p.rows * p.heads * half_) return;
   uint i = gid % half_, h = (gid / half_) % p.heads, r = gid / (half_ * p.heads);
-  float a = float(p.pos + r) * invFreq[i];
+  float a = float(step[0] + r) * invFreq[i];
   float c = cos(a), s = sin(a);
   uint2 d = rope_pair(i, p.headDim, p.style);
   device float* v = x + (r * p.heads + h) * p.headDim;
@@ -42,7 +42,8 @@ struct KVStoreParams {
 // one thread per (row, KV head, pair).
 kernel void kv_store(device float* k [[buffer(0)]], device const float* v [[buffer(1)]],
                      device const float* invFreq [[buffer(2)]], device float* kcache [[buffer(3)]],
-                     device float* vcache [[buffer(4)]], constant KVStoreParams& p [[buffer(5)]],
+                     device float* vcache [[buffer(4)]], device const uint* step [[buffer(5)]],
+                     constant KVStoreParams& p [[buffer(6)]],
                      uint gid [[thread_position_in_grid]]) {
   RopeParams rp = p.rope;
   uint half_ = rp.headDim / 2;
@@ -50,10 +51,10 @@ kernel void kv_store(device float* k [[buffer(0)]], device const float* v [[buff
   uint i = gid % half_, h = (gid / half_) % rp.heads, r = gid / (half_ * rp.heads);
   uint2 d = rope_pair(i, rp.headDim, rp.style);
   uint src = (r * rp.heads + h) * rp.headDim;
-  uint dst = ((rp.pos + r) * rp.heads + h) * rp.headDim;
+  uint dst = ((step[0] + r) * rp.heads + h) * rp.headDim;
   float x0 = k[src + d.x], x1 = k[src + d.y];
   if (p.rotate != 0) {
-    float a = float(rp.pos + r) * invFreq[i];
+    float a = float(step[0] + r) * invFreq[i];
     float c = cos(a), s = sin(a);
     float y0 = x0 * c - x1 * s, y1 = x0 * s + x1 * c;
     x0 = y0;

@@ -1,0 +1,181 @@
+package metal
+
+import (
+	"encoding/binary"
+	"fmt"
+	"unsafe"
+)
+
+// A decode step makes the same calls on the same buffers token after token; only the token id
+// and the position change. Every call is therefore resolved to a callOp (weights, bindings,
+// shapes) and logged with the plan it recorded, and the kernels read the token ids and the
+// position from the call's slot in the upload area instead of from their parameters. When the
+// next step's calls have the same callOps, each call only writes its new ids or position into
+// its slot and the recorded plan is submitted again as it is: the dispatch list is not rebuilt.
+// A call that differs (a prefill, another session's cache, a different model) ends the replay:
+// the calls that matched are recorded afresh and recording continues from there.
+
+// callKind names a Backend operation.
+type callKind uint8
+
+const (
+	callEmbed callKind = iota + 1
+	callRMSNorm
+	callMatMul
+	callRope
+	callAttention
+	callSiLUMul
+	callAdd
+	callSelect
+)
+
+// callOp is everything the dispatches recorded for a call depend on, apart from the per-step
+// values in its slot: equal callOps record equal dispatches.
+type callOp struct {
+	kind                    callKind
+	w, bias                 *weight
+	args                    [6]Arg
+	rows, n, heads, kvHeads int
+	headDim, k              int
+	style                   uint32
+	eps                     float32
+	cache                   uint64 // kvCache.id
+	// rel is the call's position minus the step's first position, so a replayed step keeps the
+	// equal positions that folding Rope into Attention relies on.
+	rel int
+}
+
+// call is a logged operation: its callOp, its position (Rope, Attention) and the upload slot
+// the kernels read its per-step values from.
+type call struct {
+	op   callOp
+	pos  int
+	slot Arg
+}
+
+// emit logs c and records its dispatches, or, while replaying and c matches the next logged
+// call, only updates that call's per-step values.
+func (b *Backend) emit(c call) {
+	if c.op.kind == callRope || c.op.kind == callAttention {
+		if b.stepPos < 0 {
+			b.stepPos = c.pos
+		}
+		c.op.rel = c.pos - b.stepPos
+	}
+	if b.replaying {
+		if b.cursor < len(b.log) && b.log[b.cursor].op == c.op {
+			e := &b.log[b.cursor]
+			b.cursor++
+			e.pos = c.pos
+			b.writeStep(e)
+			return
+		}
+		b.diverge()
+	}
+	b.record(&c, true)
+	b.log = append(b.log, c)
+}
+
+// diverge ends a replay before call cursor: the calls that matched are recorded again (their
+// slots come out at the same offsets and already hold this step's values).
+func (b *Backend) diverge() {
+	n := b.cursor
+	b.replaying, b.cursor = false, 0
+	b.pl.reset()
+	b.uploadN = 0
+	b.barrier()
+	for i := range n {
+		b.record(&b.log[i], false)
+	}
+	b.log = b.log[:n]
+}
+
+// record appends c's dispatches to the plan; write says whether to store its per-step values.
+func (b *Backend) record(c *call, write bool) {
+	switch c.op.kind {
+	case callEmbed:
+		b.recordEmbed(c, write)
+	case callRMSNorm:
+		b.recordRMSNorm(c)
+	case callMatMul:
+		b.recordMatMul(c)
+	case callRope:
+		b.recordRope(c, write)
+	case callAttention:
+		b.recordAttention(c, write)
+	case callSiLUMul:
+		b.recordSiLUMul(c)
+	case callAdd:
+		b.recordAdd(c)
+	case callSelect:
+		b.recordSelect(c)
+	}
+}
+
+// slot reserves c's upload slot, if its kind has per-step values, and fills it when write.
+func (b *Backend) slot(c *call, write bool) bool {
+	n := 4
+	if c.op.kind == callEmbed {
+		n = 4 * c.op.n
+	}
+	a, ok := b.reserve(n)
+	if !ok {
+		return false
+	}
+	c.slot = a
+	if write {
+		b.writeStep(c)
+	}
+	return true
+}
+
+// writeStep stores c's per-step values in its slot: the token ids of the Embed being made
+// (non-negative, so their int32 bytes are the uint32 the kernel reads) or the position.
+func (b *Backend) writeStep(c *call) {
+	switch c.op.kind {
+	case callEmbed:
+		b.dev.Write(c.slot, int32Bytes(b.ids))
+	case callRope, callAttention:
+		binary.LittleEndian.PutUint32(b.word[:], uint32(c.pos))
+		b.dev.Write(c.slot, b.word[:])
+	}
+}
+
+// flush submits the plan, or drops it when an operation failed. At the end of a step
+// (endOfStep) a plan that ran is kept for replay; a flush in the middle of a step (the upload
+// area filled up) makes the step unfit for replay.
+func (b *Backend) flush(endOfStep bool) error {
+	if b.replaying {
+		if b.cursor == 0 && b.err == nil {
+			return nil // no call since the last step: nothing to run, and the plan stays
+		}
+		if b.cursor < len(b.log) {
+			b.diverge()
+		}
+	}
+	err := b.err
+	b.err = nil
+	if err == nil && len(b.pl.ds) > 0 {
+		if err = b.dev.Run(b.pl.ds); err != nil {
+			err = fmt.Errorf("metal: %s: %w", b.dev.Name(), err)
+		}
+		b.freeDropped()
+	}
+	b.replaying = err == nil && endOfStep && !b.midStep && len(b.pl.ds) > 0
+	b.midStep = !endOfStep
+	b.cursor, b.stepPos = 0, -1
+	if !b.replaying {
+		b.pl.reset()
+		b.log = b.log[:0]
+		b.uploadN = 0
+	}
+	b.barrier()
+	return err
+}
+
+func int32Bytes(v []int32) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
+}

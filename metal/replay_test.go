@@ -1,0 +1,162 @@
+package metal
+
+import (
+	"slices"
+	"testing"
+)
+
+// sentinel marks the recorded plan so a test can tell a replayed plan (mark kept) from a
+// rebuilt one.
+const sentinel = 0xdead
+
+func mark(t *testing.T, b *Backend) {
+	t.Helper()
+	if len(b.pl.ds) == 0 {
+		t.Fatal("no plan kept for replay")
+	}
+	b.pl.ds[0].Threads[2] = sentinel
+}
+
+func marked(b *Backend) bool       { return len(b.pl.ds) > 0 && b.pl.ds[0].Threads[2] == sentinel }
+func planOf(b *Backend) []Dispatch { return slices.Clone(b.pl.ds) }
+
+// TestReplay checks when a step replays the last plan and when it records afresh, and that a
+// plan rebuilt after a divergence equals one recorded from scratch.
+func TestReplay(t *testing.T) {
+	m, dev := newStepModel(t, 2)
+	b := m.be
+	if err := m.step(0); err != nil {
+		t.Fatal(err)
+	}
+	want := planOf(b)
+	mark(t, b)
+	for pos := 1; pos < 4; pos++ {
+		if err := m.step(pos); err != nil {
+			t.Fatal(err)
+		}
+		if !marked(b) {
+			t.Fatalf("decode step at %d rebuilt the plan", pos)
+		}
+	}
+	// Prefix reuse: the same cache, back to an earlier position.
+	m.cache.Truncate(2)
+	if err := m.step(2); err != nil {
+		t.Fatal(err)
+	}
+	if !marked(b) {
+		t.Fatal("decode step after Truncate rebuilt the plan")
+	}
+	got := planOf(b)
+	got[0].Threads[2] = want[0].Threads[2]
+	if !slices.Equal(got, want) {
+		t.Fatal("replayed plan differs from the recorded one")
+	}
+
+	// Another cache (another session) must not reuse bindings of the first.
+	other := b.NewKVCache(m.cache.Shape())
+	first := m.cache
+	m.cache = other
+	if err := m.step(0); err != nil {
+		t.Fatal(err)
+	}
+	if marked(b) {
+		t.Fatal("a step on another cache replayed the first cache's plan")
+	}
+	m.cache = first
+
+	// A step that differs in its last call: the matching calls are recorded again, giving the
+	// plan a fresh recording gives.
+	mark(t, b)
+	m.ids = []int32{7}
+	diverged := func() error {
+		m.cache.Truncate(3)
+		m.stepCalls(3)
+		b.MatMul(m.logits, m.h, m.embed, nil, 1) // the tied head instead of m.head
+		return b.Sync()
+	}
+	for range 2 {
+		if err := diverged(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replayed := planOf(b)
+	b.Add(m.x, m.h, 4) // a step of its own, so the next one records from scratch
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := diverged(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(replayed, planOf(b)) {
+		t.Fatal("plan rebuilt after a divergence differs from a fresh recording")
+	}
+
+	// A step with more calls than the recorded one, and one with fewer.
+	before := dev.dispatches
+	if err := m.step(4); err != nil {
+		t.Fatal(err)
+	}
+	if got := dev.dispatches - before; got != len(want) {
+		t.Fatalf("%d dispatches after a divergence, want %d", got, len(want))
+	}
+	m.cache.Truncate(4)
+	m.stepCalls(4)
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(b.pl.ds); got != len(want)-2 {
+		t.Fatalf("%d dispatches in a step without final norm and head, want %d", got, len(want)-2)
+	}
+}
+
+// TestReplayAfterError checks that a failed call during a replay drops the step and that the
+// next step records afresh and runs.
+func TestReplayAfterError(t *testing.T) {
+	m, dev := newStepModel(t, 1)
+	b := m.be
+	for pos := range 2 {
+		if err := m.step(pos); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := dev.dispatches
+	b.Embed(m.x, m.embed, []int32{-1})
+	m.stepCalls(2)
+	if err := b.Sync(); err == nil {
+		t.Fatal("no error from a bad token id")
+	}
+	if dev.dispatches != before {
+		t.Fatal("the failed step ran")
+	}
+	m.cache.Truncate(2)
+	if err := m.step(2); err != nil {
+		t.Fatal(err)
+	}
+	if got := dev.dispatches - before; got != 11+3 {
+		t.Fatalf("%d dispatches after the error, want %d", got, 11+3)
+	}
+}
+
+// TestReplayKeepsFusion checks that a replay keeps the condition of folding Rope(k) into the
+// cache write (equal positions): a step whose rotation is at another position is not fused.
+func TestReplayKeepsFusion(t *testing.T) {
+	m, dev := newStepModel(t, 1)
+	b, sh := m.be, m.shape
+	steps := []struct{ ropePos, pos, want int }{
+		{0, 0, 2}, {1, 1, 2}, {2, 2, 2}, // kv_store with the rotation, attention
+		{2, 3, 3}, // rope, kv_store, attention
+		{4, 4, 2},
+	}
+	for _, s := range steps {
+		m.cache.Truncate(s.pos)
+		before := dev.dispatches
+		b.Rope(m.kb, 1, sh.kvHeads, s.ropePos, m.rope)
+		b.Attention(m.att, m.qb, m.kb, m.vb, m.cache, 0, s.pos, 1)
+		if err := b.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if got := dev.dispatches - before; got != s.want {
+			t.Errorf("rope at %d, attention at %d: %d dispatches, want %d", s.ropePos, s.pos, got, s.want)
+		}
+	}
+}
