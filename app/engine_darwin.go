@@ -7,9 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"net"
-	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/layaapp/laya/app/controller"
@@ -143,18 +140,9 @@ func (h *engineHost) serve() error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("socket dir: %w", err)
-	}
-	// A socket file left by a crashed run refuses connections; one a live Laya holds accepts.
-	if c, err := net.Dial("unix", path); err == nil {
-		c.Close()
-		return fmt.Errorf("another Laya is serving %s", path)
-	}
-	os.Remove(path)
-	l, err := net.Listen("unix", path)
+	l, err := server.Listen(path)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", path, err)
+		return err
 	}
 	return server.New(serverCompleter{h}, server.Options{Logf: log.Printf}).Serve(l)
 }

@@ -92,6 +92,10 @@ const healTop = 32
 // ErrSuperseded is returned for a request canceled because a newer one from the same client came.
 var ErrSuperseded = errors.New("complete: superseded by a newer request")
 
+// ErrClosed is returned by Complete after Close: its model may be closed too, so no session may
+// start on it.
+var ErrClosed = errors.New("complete: completer closed")
+
 // vocab is what prompt building needs from a tokenizer (*tokenizer.Tokenizer has it).
 type vocab interface {
 	Encode(text string, addSpecial bool) []int32
@@ -127,6 +131,7 @@ type Completer struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	lru      *list.List // of *session, most recently used first
+	closed   bool
 }
 
 // session is one client's engine session; mu is held while it generates.
@@ -214,7 +219,10 @@ func (c *Completer) Complete(ctx context.Context, client string, req Request, on
 	}
 	filt := newFilter(req, prof, p, c.opt)
 
-	s, rctx, done := c.acquire(ctx, client)
+	s, rctx, done, err := c.acquire(ctx, client)
+	if err != nil {
+		return Suggestion{Latency: time.Since(start), Stop: "canceled"}, err
+	}
 	defer done()
 
 	if err := context.Cause(rctx); err != nil {
@@ -256,8 +264,12 @@ func (c *Completer) profile(app string) Profile {
 
 // acquire returns client's session locked for this request, with a context that a newer
 // request of the same client cancels; done releases both.
-func (c *Completer) acquire(ctx context.Context, client string) (*session, context.Context, func()) {
+func (c *Completer) acquire(ctx context.Context, client string) (*session, context.Context, func(), error) {
 	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, nil, nil, ErrClosed
+	}
 	s := c.sessions[client]
 	if s == nil {
 		c.evict(c.sessionEstimate())
@@ -291,7 +303,7 @@ func (c *Completer) acquire(ctx context.Context, client string) (*session, conte
 		cancel(nil)
 		c.evict(0)
 		c.mu.Unlock()
-	}
+	}, nil
 }
 
 // sessionEstimate is the cache size a new session will grow to, judged from existing ones.
@@ -333,9 +345,11 @@ func (c *Completer) Sessions() (n int, bytes int64) {
 	return len(c.sessions), bytes
 }
 
-// Close releases every session; requests still running finish first.
+// Close releases every session; requests still running finish first, and later ones fail
+// with ErrClosed.
 func (c *Completer) Close() {
 	c.mu.Lock()
+	c.closed = true
 	ss := make([]*session, 0, len(c.sessions))
 	for _, s := range c.sessions {
 		if s.cancel != nil {

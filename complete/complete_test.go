@@ -326,3 +326,22 @@ func TestContextCancel(t *testing.T) {
 		t.Errorf("err %v after %d pieces, want context.Canceled within one more token", err, pieces)
 	}
 }
+
+// After Close the model may be closed as well, so a late request must not open a session on it.
+func TestCompleteAfterClose(t *testing.T) {
+	m := &fakeModel{v: newFakeVocab(nil, nil, false), say: say("!"), bytes: 1}
+	c := newCompleter(m.lm(512), Options{})
+	if _, err := c.Complete(context.Background(), "a", Request{Prefix: "hi"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if _, err := c.Complete(context.Background(), "b", Request{Prefix: "hi"}, nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("Complete after Close: %v, want ErrClosed", err)
+	}
+	if len(m.sessions) != 1 {
+		t.Errorf("%d sessions opened, want only the one before Close", len(m.sessions))
+	}
+	if n, _ := c.Sessions(); n != 0 {
+		t.Errorf("%d sessions open after Close", n)
+	}
+}

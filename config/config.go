@@ -197,9 +197,20 @@ func Path() (string, error) {
 }
 
 func pathFor(goos string, getenv func(string) string, home func() (string, error)) (string, error) {
+	dir, err := appDir(goos, "XDG_CONFIG_HOME", ".config", getenv, home)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "config.toml"), nil
+}
+
+// appDir is Laya's directory for one kind of file: Application Support on macOS, where
+// configuration and data share a folder; elsewhere laya under the XDG base directory named by
+// xdgVar, whose default is ~/xdgDefault.
+func appDir(goos, xdgVar, xdgDefault string, getenv func(string) string, home func() (string, error)) (string, error) {
 	if goos != "darwin" {
-		if x := getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
-			return filepath.Join(x, "laya", "config.toml"), nil
+		if x := getenv(xdgVar); filepath.IsAbs(x) {
+			return filepath.Join(x, "laya"), nil
 		}
 	}
 	h, err := home()
@@ -207,9 +218,9 @@ func pathFor(goos string, getenv func(string) string, home func() (string, error
 		return "", fmt.Errorf("config: home directory: %w", err)
 	}
 	if goos == "darwin" {
-		return filepath.Join(h, "Library", "Application Support", "Laya", "config.toml"), nil
+		return filepath.Join(h, "Library", "Application Support", "Laya"), nil
 	}
-	return filepath.Join(h, ".config", "laya", "config.toml"), nil
+	return filepath.Join(h, filepath.FromSlash(xdgDefault), "laya"), nil
 }
 
 // ModelsDir returns where downloaded models live: c.ModelDir when set, else
@@ -223,17 +234,9 @@ func (c Config) ModelsDir() (string, error) {
 }
 
 func modelsDirFor(goos string, getenv func(string) string, home func() (string, error)) (string, error) {
-	if goos != "darwin" {
-		if x := getenv("XDG_DATA_HOME"); filepath.IsAbs(x) {
-			return filepath.Join(x, "laya", "models"), nil
-		}
-	}
-	h, err := home()
+	dir, err := appDir(goos, "XDG_DATA_HOME", ".local/share", getenv, home)
 	if err != nil {
-		return "", fmt.Errorf("config: home directory: %w", err)
+		return "", err
 	}
-	if goos == "darwin" {
-		return filepath.Join(h, "Library", "Application Support", "Laya", "models"), nil
-	}
-	return filepath.Join(h, ".local", "share", "laya", "models"), nil
+	return filepath.Join(dir, "models"), nil
 }

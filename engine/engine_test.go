@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/layaapp/laya/engine/backend"
+	"github.com/layaapp/laya/engine/cpu"
 	"github.com/layaapp/laya/engine/safetensors"
 	"github.com/layaapp/laya/engine/tensor"
 	"github.com/layaapp/laya/engine/weights"
@@ -803,5 +804,39 @@ func TestRandomSampling(t *testing.T) {
 		if len(res.IDs) != n || len(res.IDs) > p.MaxTokens || res.Stop == "" || strings.Contains(res.Text, p.StopStrings[0]) {
 			t.Fatalf("case %d %+v: %d ids, %d emitted, stop %q, text %q", i, p, len(res.IDs), n, res.Stop, res.Text)
 		}
+	}
+}
+
+// kvCounting is the cpu backend, counting the caches it is asked for.
+type kvCounting struct {
+	backend.Backend
+	caches *int
+}
+
+func (b kvCounting) NewKVCache(s backend.AttnShape) backend.KVCache {
+	*b.caches++
+	return b.Backend.NewKVCache(s)
+}
+
+// A session made after Close must not ask the closed backend for a cache.
+func TestSessionAfterClose(t *testing.T) {
+	caches := 0
+	RegisterBackend("test-kv-counting", func(o Options) (backend.Backend, error) {
+		be, err := cpu.New(1)
+		return kvCounting{be, &caches}, err
+	})
+	ts, _ := randModel(testConfig(), 1)
+	m, err := newModel(&weights.Model{Path: "x", Config: testConfig(), Tensors: ts, TokenizerJSON: testTokenizerJSON(64)}, Options{Backend: "test-kv-counting"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.NewSession()
+	m.Close()
+	s := m.NewSession()
+	if caches != 1 {
+		t.Errorf("%d caches made, want only the one before Close", caches)
+	}
+	if _, err := s.Generate(context.Background(), testPrompt(4, m.cfg.Vocab, 3), Sampling{MaxTokens: 1}, nil); !errors.Is(err, errClosed) {
+		t.Errorf("Generate on a session of a closed model: %v, want errClosed", err)
 	}
 }

@@ -271,20 +271,3 @@ func argmax64(l []float64) int {
 	}
 	return best
 }
-
-// refGreedy continues prompt greedily for n tokens, re-running the whole sequence each step, and
-// returns the ids and each step's log-softmax.
-func (r *refModel) refGreedy(prompt []int32, n int) ([]int32, [][]float64) {
-	seq := append([]int32(nil), prompt...)
-	var ids []int32
-	var lps [][]float64
-	for range n {
-		all := r.logits(seq)
-		lp := logSoftmax64(all[len(all)-1])
-		id := int32(argmax64(lp))
-		ids = append(ids, id)
-		lps = append(lps, lp)
-		seq = append(seq, id)
-	}
-	return ids, lps
-}

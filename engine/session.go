@@ -30,10 +30,16 @@ type Session struct {
 }
 
 // NewSession returns a session with an empty cache of Info().Context positions. Many sessions
-// share one model; the model runs their forward passes one at a time.
+// share one model; the model runs their forward passes one at a time. A session of a closed
+// model fails every Generate.
 func (m *Model) NewSession() *Session {
 	c := m.cfg
 	m.mu.Lock()
+	if m.closed {
+		// The backend is gone; a session of a closed model only reports that.
+		m.mu.Unlock()
+		return &Session{m: m, closed: true}
+	}
 	cache := m.be.NewKVCache(backend.AttnShape{Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads,
 		HeadDim: c.HeadDim, Context: m.ctxLen})
 	m.mu.Unlock()

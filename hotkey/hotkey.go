@@ -224,9 +224,6 @@ func New(spec Spec) *Hotkey {
 	return &Hotkey{spec: spec, keydown: make(chan Event, 1)}
 }
 
-// Spec returns the combination this hotkey was created with.
-func (h *Hotkey) Spec() Spec { return h.spec }
-
 // Keydown delivers an Event per press. Presses arriving while one is still unread are merged,
 // so a slow reader never blocks the system's event dispatch.
 func (h *Hotkey) Keydown() <-chan Event { return h.keydown }

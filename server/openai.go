@@ -310,6 +310,10 @@ func (s *Server) handleHTTP(out *outbox, r *httpRequest, client string) bool {
 		writeHTTPError(out, 400, "n must be 1; max_tokens, temperature and top_p in range")
 		return false
 	}
+	if msg := fieldsError(q.User, "", stop); msg != "" {
+		writeHTTPError(out, 400, msg)
+		return false
+	}
 	if q.User != "" {
 		client = "openai:" + q.User
 	}

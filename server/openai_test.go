@@ -267,3 +267,34 @@ func FuzzReadHTTPRequest(f *testing.F) {
 		}
 	})
 }
+
+// The OpenAI endpoint bounds stop strings and the session key as the socket does: each stop
+// string is checked against the text at every token, and each user is a session.
+func TestOpenAIFieldBounds(t *testing.T) {
+	e, addr := startOpenAI(t, Options{})
+	stops := make([]string, maxStops+1)
+	for i := range stops {
+		stops[i] = `"s"`
+	}
+	cases := []struct{ name, body string }{
+		{"many stops", `{"prompt":"a","stop":[` + strings.Join(stops, ",") + `]}`},
+		{"long stop", `{"prompt":"a","stop":"` + strings.Repeat("x", maxName+1) + `"}`},
+		{"long user", `{"prompt":"a","user":"` + strings.Repeat("u", maxName+1) + `"}`},
+	}
+	for _, tc := range cases {
+		r, _, _ := roundTrip(t, addr, post(tc.body))
+		if r.status != 400 || !strings.Contains(r.body, "limited to") {
+			t.Errorf("%s: status %d, body %s; want 400 naming the limit", tc.name, r.status, r.body)
+		}
+	}
+	e.mu.Lock()
+	n := len(e.calls)
+	e.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d requests reached the completer", n)
+	}
+	r, _, _ := roundTrip(t, addr, post(`{"prompt":"a","stop":["`+strings.Repeat("x", maxName)+`"],"user":"`+strings.Repeat("u", maxName)+`"}`))
+	if r.status != 200 {
+		t.Errorf("request at the limits: status %d, body %s", r.status, r.body)
+	}
+}

@@ -353,6 +353,18 @@ const (
 	maxStops = 16
 )
 
+// fieldsError says how a request's client (session key), app and stop strings exceed those
+// bounds, or is "" when they do not. Both endpoints apply it.
+func fieldsError(client, app string, stop []string) string {
+	switch {
+	case len(client) > maxName, len(app) > maxName, len(stop) > maxStops:
+		return fmt.Sprintf("client and app are limited to %d bytes, stop to %d strings", maxName, maxStops)
+	case slices.ContainsFunc(stop, func(s string) bool { return len(s) > maxName }):
+		return fmt.Sprintf("stop strings are limited to %d bytes", maxName)
+	}
+	return ""
+}
+
 func (c *conn) handle(line []byte) {
 	var r Request
 	if err := json.Unmarshal(line, &r); err != nil {
@@ -385,11 +397,8 @@ func (c *conn) handle(line []byte) {
 	case r.Temperature < 0, r.TopK < 0, r.TopP < 0 || r.TopP > 1:
 		fail("temperature, top_k and top_p must be in range")
 		return
-	case len(r.Client) > maxName, len(r.App) > maxName, len(r.Stop) > maxStops:
-		fail(fmt.Sprintf("client and app are limited to %d bytes, stop to %d strings", maxName, maxStops))
-		return
-	case slices.ContainsFunc(r.Stop, func(s string) bool { return len(s) > maxName }):
-		fail(fmt.Sprintf("stop strings are limited to %d bytes", maxName))
+	case fieldsError(r.Client, r.App, r.Stop) != "":
+		fail(fieldsError(r.Client, r.App, r.Stop))
 		return
 	case !c.bucket.take(time.Now()):
 		fail("rate limit exceeded")

@@ -51,9 +51,7 @@ type benchResult struct {
 
 func runBench(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	model := fs.String("model", "", "model directory or .gguf file (default: the bundled model)")
-	threads := fs.Int("threads", 0, "CPU threads (0 = physical cores)")
-	backendName := fs.String("backend", "", `backend: "" (best available), "cpu", "cpu-int8" (plain int8 activations) or "metal"`)
+	ef := addEngineFlags(fs, `backend: "" (best available), "cpu", "cpu-int8" (plain int8 activations) or "metal"`)
 	promptTokens := fs.Int("prompt-tokens", 128, "prompt length for the prefill measurement")
 	genTokens := fs.Int("gen-tokens", 64, "tokens to generate for the decode measurement")
 	runs := fs.Int("runs", 3, "measured runs; the fastest of each phase is reported (shared machines are noisy)")
@@ -63,16 +61,16 @@ func runBench(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *promptTokens < 1 || *genTokens < 2 || *runs < 1 || *threads < 0 || *bwMiB < 64 {
+	if *promptTokens < 1 || *genTokens < 2 || *runs < 1 || ef.threads < 0 || *bwMiB < 64 {
 		return errors.New("need --prompt-tokens >= 1, --gen-tokens >= 2, --runs >= 1, --threads >= 0, --bandwidth-mib >= 64")
 	}
-	m, err := engine.Load(*model, engine.Options{Backend: *backendName, Threads: *threads, Context: *promptTokens + *genTokens})
+	m, err := ef.load(*promptTokens + *genTokens)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	info, cfg := m.Info(), m.Config()
-	nt := *threads
+	nt := ef.threads
 	if nt == 0 {
 		nt = cpu.PhysicalCores()
 	}

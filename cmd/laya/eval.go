@@ -9,8 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-
-	"github.com/layaapp/laya/engine"
 )
 
 func init() {
@@ -23,11 +21,9 @@ func init() {
 func runEval(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	model := fs.String("model", "", "model directory or .gguf file (default: the bundled model)")
+	ef := addEngineFlags(fs, defaultBackendUsage)
 	textFile := fs.String("text", "", "text file to score")
 	window := fs.Int("window", 512, "tokens per window; each window starts from an empty cache")
-	threads := fs.Int("threads", 0, "CPU threads; 0 = physical cores")
-	backend := fs.String("backend", "", "cpu or metal (default: best available)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -42,7 +38,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, err := engine.Load(*model, engine.Options{Backend: *backend, Threads: *threads, Context: *window})
+	m, err := ef.load(*window)
 	if err != nil {
 		return err
 	}

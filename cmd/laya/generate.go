@@ -75,7 +75,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	model := fs.String("model", "", "model directory or .gguf file (default: the bundled model)")
+	ef := addEngineFlags(fs, defaultBackendUsage)
 	prompt := fs.String("prompt", "", "prompt text; the model's BOS is added as HuggingFace does")
 	promptIDs := fs.String("prompt-ids", "", "prompt as comma-separated token ids, fed as given")
 	var p engine.Sampling
@@ -88,8 +88,6 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&p.Seed, "seed", 0, "random seed; the same seed gives the same output")
 	fs.IntVar(&p.Logprobs, "logprobs", 0, "report the K most likely tokens per step (with --json)")
 	fs.Var((*stringList)(&p.StopStrings), "stop", "stop string (repeatable)")
-	threads := fs.Int("threads", 0, "CPU threads; 0 = physical cores")
-	backend := fs.String("backend", "", "cpu or metal (default: best available)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of streaming text")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -103,7 +101,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	}
 
 	start := time.Now()
-	m, err := engine.Load(*model, engine.Options{Backend: *backend, Threads: *threads})
+	m, err := ef.load(0)
 	if err != nil {
 		return err
 	}

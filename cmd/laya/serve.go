@@ -11,7 +11,6 @@ import (
 	"syscall"
 
 	"github.com/layaapp/laya/complete"
-	"github.com/layaapp/laya/engine"
 	"github.com/layaapp/laya/server"
 )
 
@@ -21,11 +20,9 @@ func init() {
 
 func runServe(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	model := fs.String("model", "", "model directory or .gguf file (default: $LAYA_MODEL or the bundled model)")
+	ef := addEngineFlags(fs, defaultBackendUsage)
 	socket := fs.String("socket", "", "Unix socket to listen on (default: $LAYA_SOCKET or the user's application-support directory)")
 	openai := fs.String("openai-addr", "", "also serve OpenAI-style POST /v1/completions on this loopback address, e.g. 127.0.0.1:8642 (off by default)")
-	backend := fs.String("backend", "", "engine backend: cpu or metal (default: the best available)")
-	threads := fs.Int("threads", 0, "CPU threads (default: physical cores)")
 	cacheMB := fs.Int("cache-mb", 512, "memory for the KV caches of all clients, in MiB")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -46,7 +43,7 @@ func runServe(args []string) error {
 		}
 	}
 
-	m, err := engine.Load(*model, engine.Options{Backend: *backend, Threads: *threads})
+	m, err := ef.load(0)
 	if err != nil {
 		return err
 	}

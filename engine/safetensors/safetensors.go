@@ -213,14 +213,15 @@ func parseEntry(name string, raw json.RawMessage, body []byte) (Tensor, int, err
 	if end > int64(len(body)) {
 		return Tensor{}, 0, fmt.Errorf("safetensors: tensor %q: data_offsets [%d, %d] run past the %d-byte data section", name, begin, end, len(body))
 	}
-	// Bounding the running product by the data size keeps it from overflowing.
+	// Dividing rather than multiplying keeps the check itself from overflowing, and bounding the
+	// running product by the data size keeps the product from overflowing.
 	shape := make([]int, len(*e.Shape))
 	bytes := int64(size)
 	for i, d := range *e.Shape {
 		if d <= 0 {
 			return Tensor{}, 0, fmt.Errorf("safetensors: tensor %q: bad shape %v", name, *e.Shape)
 		}
-		if d > int64(len(body)) || bytes*d > int64(len(body)) {
+		if d > int64(len(body))/bytes {
 			return Tensor{}, 0, fmt.Errorf("safetensors: tensor %q: shape %v of %s needs more than the %d-byte data section", name, *e.Shape, dt, len(body))
 		}
 		bytes *= d

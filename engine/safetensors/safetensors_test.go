@@ -310,3 +310,30 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+// A shape whose byte count overflows int64 to a small number must not pass for that number.
+// Only a data section of at least 2^32 bytes lets each dimension through on its own, so the
+// file is sparse: mapping it reads nothing but the header.
+func TestParseShapeOverflow(t *testing.T) {
+	if math.MaxInt == math.MaxInt32 {
+		t.Skip("needs a 64-bit address space")
+	}
+	// 2^32 * 2^32 is 2^64, which wraps to the 0 bytes data_offsets give.
+	header := `{"x":{"dtype":"U8","shape":[4294967296,4294967296],"data_offsets":[0,0]}}`
+	path := filepath.Join(t.TempDir(), "big.safetensors")
+	if err := os.WriteFile(path, build(header, nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, int64(8+len(header))+1<<32); err != nil {
+		t.Skipf("no sparse file: %v", err)
+	}
+	f, err := Open(path)
+	if err == nil {
+		tt, _ := f.Tensor("x")
+		f.Close()
+		t.Fatalf("Open accepted shape %v with %d bytes of data", tt.Shape, len(tt.Data))
+	}
+	if !strings.Contains(err.Error(), "needs more than") {
+		t.Errorf("error %q does not say the shape is too large", err)
+	}
+}

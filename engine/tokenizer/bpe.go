@@ -275,43 +275,7 @@ func (m *bpe) eachByte(w string, i, j int, sc *bpeScratch, fn func(byte)) {
 	}
 }
 
-// The merge queue is a binary min-heap on (rank, pos), the order HF's BinaryHeap pops in.
-
-func mergeLess(a, b mergeItem) bool {
+// before orders the merge queue as a min-heap on (rank, pos), the order HF's BinaryHeap pops in.
+func (a mergeItem) before(b mergeItem) bool {
 	return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos)
-}
-
-func heapPush(h []mergeItem, it mergeItem) []mergeItem {
-	h = append(h, it)
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !mergeLess(h[i], h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-	return h
-}
-
-func heapPop(h []mergeItem) (mergeItem, []mergeItem) {
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	for i := 0; ; {
-		l, r, min := 2*i+1, 2*i+2, i
-		if l < len(h) && mergeLess(h[l], h[min]) {
-			min = l
-		}
-		if r < len(h) && mergeLess(h[r], h[min]) {
-			min = r
-		}
-		if min == i {
-			break
-		}
-		h[i], h[min] = h[min], h[i]
-		i = min
-	}
-	return top, h
 }

@@ -36,8 +36,8 @@ type spmScratch struct {
 	heap []spmBigram
 }
 
-// better orders the queue: higher score first, then the leftmost pair.
-func (a spmBigram) better(b spmBigram) bool {
+// before orders the queue: higher score first, then the leftmost pair.
+func (a spmBigram) before(b spmBigram) bool {
 	return a.score > b.score || (a.score == b.score && a.left < b.left)
 }
 
@@ -88,14 +88,14 @@ func (m *spm) merge(text string, out []int32) []int32 {
 		if !ok || int(id) >= len(m.scores) {
 			return
 		}
-		h = spmPush(h, spmBigram{left: left, right: right, score: m.scores[id], size: len(s)})
+		h = heapPush(h, spmBigram{left: left, right: right, score: m.scores[id], size: len(s)})
 	}
 	for i := 1; i < len(syms); i++ {
 		try(i-1, i)
 	}
 	for len(h) > 0 {
 		var b spmBigram
-		b, h = spmPop(h)
+		b, h = heapPop(h)
 		l, r := &syms[b.left], &syms[b.right]
 		if l.n == 0 || r.n == 0 || l.n+r.n != b.size {
 			continue // outdated
@@ -130,39 +130,4 @@ func (m *spm) emit(s string, out []int32) []int32 {
 		}
 	}
 	return out
-}
-
-func spmPush(h []spmBigram, b spmBigram) []spmBigram {
-	h = append(h, b)
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !h[i].better(h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-	return h
-}
-
-func spmPop(h []spmBigram) (spmBigram, []spmBigram) {
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	for i := 0; ; {
-		l, r, best := 2*i+1, 2*i+2, i
-		if l < len(h) && h[l].better(h[best]) {
-			best = l
-		}
-		if r < len(h) && h[r].better(h[best]) {
-			best = r
-		}
-		if best == i {
-			break
-		}
-		h[i], h[best] = h[best], h[i]
-		i = best
-	}
-	return top, h
 }
