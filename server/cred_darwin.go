@@ -1,30 +1,12 @@
 package server
 
-import (
-	"fmt"
-	"net"
+import "golang.org/x/sys/unix"
 
-	"golang.org/x/sys/unix"
-)
-
-// peerUID is the user id of the process at the other end of c (LOCAL_PEERCRED).
-func peerUID(c *net.UnixConn) (int, error) {
-	raw, err := c.SyscallConn()
+// fdUID reads the peer's uid with LOCAL_PEERCRED.
+func fdUID(fd int) (int, error) {
+	cred, err := unix.GetsockoptXucred(fd, unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
 	if err != nil {
-		return -1, fmt.Errorf("server: peer credentials: %w", err)
+		return -1, err
 	}
-	uid := -1
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		var cred *unix.Xucred
-		if cred, cerr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED); cerr == nil {
-			uid = int(cred.Uid)
-		}
-	}); err != nil {
-		return -1, fmt.Errorf("server: peer credentials: %w", err)
-	}
-	if cerr != nil {
-		return -1, fmt.Errorf("server: peer credentials: %w", cerr)
-	}
-	return uid, nil
+	return int(cred.Uid), nil
 }

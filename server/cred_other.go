@@ -2,12 +2,9 @@
 
 package server
 
-import (
-	"errors"
-	"net"
-)
+import "errors"
 
-// peerUID is not implemented here, so every Unix-socket peer is refused.
-func peerUID(*net.UnixConn) (int, error) {
-	return -1, errors.New("server: peer credentials are not supported on this system")
+// fdUID is not implemented here, so every Unix-socket peer is refused.
+func fdUID(int) (int, error) {
+	return -1, errors.New("peer credentials are not supported on this system")
 }
