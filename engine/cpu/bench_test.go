@@ -14,28 +14,33 @@ var benchFormats = []wcase{{tensor.Q4_0, 0}, {tensor.Affine, 4}, {tensor.Q8_0, 0
 	{tensor.Q6_K, 0}, {tensor.F16, 0}}
 
 func benchMatMul(b *testing.B, rows int) {
-	for _, wc := range benchFormats {
-		b.Run(wc.String(), func(b *testing.B) {
-			r := rand.New(rand.NewPCG(1, 2))
-			w := randTensor(r, wc, 5632, 2048)
-			if wc.dt == tensor.Affine {
-				w = randTensorGroup(r, 5632, 2048, 64)
-			}
-			c := newCPU(b, 0)
-			x := bufOf(c, randVec(r, rows*2048))
-			dst := c.NewBuffer(rows * 5632)
-			c.MatMul(dst, x, w, nil, rows)
-			b.SetBytes(int64(len(w.Data)))
-			b.ResetTimer()
-			for range b.N {
-				c.MatMul(dst, x, w, nil, rows)
-			}
-			if err := c.Sync(); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
-		})
+	for _, mode := range []string{"precise", "int8"} {
+		for _, wc := range benchFormats {
+			b.Run(mode+"/"+wc.String(), func(b *testing.B) { benchMatMulOne(b, rows, wc, mode == "precise") })
+		}
 	}
+}
+
+func benchMatMulOne(b *testing.B, rows int, wc wcase, precise bool) {
+	r := rand.New(rand.NewPCG(1, 2))
+	w := randTensor(r, wc, 5632, 2048)
+	if wc.dt == tensor.Affine {
+		w = randTensorGroup(r, 5632, 2048, 64)
+	}
+	c := newCPU(b, 0)
+	c.residual = precise
+	x := bufOf(c, randVec(r, rows*2048))
+	dst := c.NewBuffer(rows * 5632)
+	c.MatMul(dst, x, w, nil, rows)
+	b.SetBytes(int64(len(w.Data)))
+	b.ResetTimer()
+	for range b.N {
+		c.MatMul(dst, x, w, nil, rows)
+	}
+	if err := c.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
 
 // randTensorGroup is a 4-bit Affine tensor with F16 scales and a fixed group, as MLX writes them.

@@ -246,8 +246,40 @@ static void silu_mul_c(float *dst, const float *g, const float *u, int n) {
 	for (int i = 0; i < n; i++) dst[i] = g[i] / (1 + expf(-g[i])) * u[i];
 }
 
+// quantize_remainder quantizes the remainders x - d*q of the nb blocks main (computed into
+// scratch) with the fixed scale d/254 of each main block: the remainder of round-to-nearest is
+// at most d/2, so its codes fit in [-127, 127] and the error is at most d/508 = amax/64516, the
+// bound a remainder scaled by its own amax has too. The fixed ratio lets kernels sum
+// 254*dot(w, q) + dot(w, r) exactly in integers and scale once.
+static void quantize_remainder(const float *x, int nb, const lq8 *main, lq8 *out, int perm, float *scratch) {
+	for (int i = 0; i < 32 * nb; i++) {
+		const lq8 *q = main + i / 32;
+		int e = i % 32, at = perm ? (e % 2) * 16 + e / 2 : e;
+		scratch[i] = x[i] - q->d * (float)q->q[at];
+	}
+	for (int b = 0; b < nb; b++) {
+		const float *v = scratch + 32 * b;
+		float d = main[b].d / 254, id = d > 0 ? 1 / d : 0;
+		lq8 *o = out + b;
+		o->d = d;
+		int s0 = 0, s1 = 0;
+		for (int i = 0; i < 32; i++) {
+			int src = perm ? (i < 16 ? 2 * i : 2 * (i - 16) + 1) : i;
+			long q = lrintf(v[src] * id);
+			// Float rounding can push a remainder of exactly d/2 a hair past 127 steps.
+			q = q > 127 ? 127 : q < -127 ? -127 : q;
+			o->q[i] = (int8_t)q;
+			if (i < 16) s0 += (int)q; else s1 += (int)q;
+		}
+		o->s[0] = (int16_t)s0;
+		o->s[1] = (int16_t)s1;
+		o->ds = d * (float)(s0 + s1);
+	}
+}
+
 static laya_impl impl_c = {
 	.quantize = quantize_c,
+	.remainder = quantize_remainder,
 	.dot = {
 		[LK_F32] = dot_float_c, [LK_F16] = dot_float_c, [LK_BF16] = dot_float_c,
 		[LK_Q8_0] = dot_legacy_c, [LK_Q4_0] = dot_legacy_c, [LK_Q5_0] = dot_legacy_c,
@@ -285,15 +317,23 @@ void laya_quantize(const float *x, int rows, int cols, lq8 *out, int perm, int r
 			const float *v = x + (long)r * cols;
 			lq8 *main = out + (long)(2 * r) * nb;
 			impl->quantize(v, 1, cols, main, perm);
-			for (int i = 0; i < cols; i++) {
-				const lq8 *q = main + i / 32;
-				int e = i % 32, at = perm ? (e % 2) * 16 + e / 2 : e;
-				scratch[i] = v[i] - q->d * (float)q->q[at];
-			}
-			impl->quantize(scratch, 1, cols, main + nb, perm);
+			impl->remainder(v, nb, main, main + nb, perm, scratch);
 		}
 	}
 	if (!xt) return;
+	if (x8 && qrows < 8) {
+		// Too few rows for tiles: the decode kernels read each row's codes by pairs of blocks.
+		for (int r = 0; r < qrows; r++) {
+			for (int b = 0; b + 1 < nb; b += 2) {
+				const lq8 *q = out + (long)r * nb + b;
+				int8_t *t = x8 + (long)r * cols + 32 * b;
+				memcpy(t, q[0].q, 16);
+				memcpy(t + 16, q[1].q, 16);
+				memcpy(t + 32, q[0].q + 16, 16);
+				memcpy(t + 48, q[1].q + 16, 16);
+			}
+		}
+	}
 	for (int r = 0; r < qrows; r++) {
 		for (int b = 0; b < nb; b++) {
 			const lq8 *q = out + (long)r * nb + b;
@@ -330,41 +370,44 @@ void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *wp,
 	laya_tile8fn t8 = x8 ? impl->tile8[kind] : 0, t16 = x8 ? impl->tile16[kind] : 0;
 	int isfloat = kind == LK_F32 || kind == LK_F16 || kind == LK_BF16;
 	long step = isfloat ? (long)sizeof(float) : (long)sizeof(lq8);
-	float tmp[16];
-	if (nx == 1 && !pairs && xt && impl->vec[kind]) {
+	float tmp[32];
+	if (nx == 1 && !pairs && x8 && impl->vec[kind]) {
 		for (int o = r0; o < r1; o++) {
-			impl->vec[kind](w, o, (const lq8 *)x, xt, dst + o);
+			impl->vec[kind](w, o, (const lq8 *)x, xt, x8, dst + o);
 			if (bias) dst[o] += bias[o];
 		}
 		return;
 	}
-	if (nx == 2 && pairs && xt && impl->vecpair[kind]) {
+	if (nx == 2 && pairs && x8 && impl->vecpair[kind]) {
 		for (int o = r0; o < r1; o++) {
-			impl->vecpair[kind](w, o, (const lq8 *)x, xstride, xt, dst + o);
+			impl->vecpair[kind](w, o, (const lq8 *)x, xstride, xt, x8, dst + o);
 			if (bias) dst[o] += bias[o];
 		}
 		return;
 	}
-	for (int o = r0; o < r1; o++) {
-		float b = bias ? bias[o] : 0;
-		int r = 0;
+	for (int o = r0; o < r1;) {
+		// The tiles take two weight rows at a time, which share their activation loads.
+		int nw = (t8 || t16) && o + 1 < r1 ? 2 : 1, r = 0;
 		if (t16) {
 			for (; r + 16 <= nx; r += 16) {
-				t16(w, o, x8, xt, nx, r, tmp);
-				laya_store(dst, ldd, o, r, 16, tmp, b, pairs);
+				t16(w, o, nw, x8, xt, nx, r, tmp);
+				for (int v = 0; v < nw; v++) laya_store(dst, ldd, o + v, r, 16, tmp + 16 * v, bias ? bias[o + v] : 0, pairs);
 			}
 		}
 		if (t8) {
 			for (; r + 8 <= nx; r += 8) {
-				t8(w, o, x8, xt, nx, r, tmp);
-				laya_store(dst, ldd, o, r, 8, tmp, b, pairs);
+				t8(w, o, nw, x8, xt, nx, r, tmp);
+				for (int v = 0; v < nw; v++) laya_store(dst, ldd, o + v, r, 8, tmp + 8 * v, bias ? bias[o + v] : 0, pairs);
 			}
 		}
-		for (; r < nx; r += LAYA_NX) {
-			int n = nx - r < LAYA_NX ? nx - r : LAYA_NX;
-			f(w, o, (const char *)x + r * xstride * step, xstride, n, tmp);
-			laya_store(dst, ldd, o, r, n, tmp, b, pairs);
+		for (int v = 0; v < nw; v++) {
+			for (int rr = r; rr < nx; rr += LAYA_NX) {
+				int n = nx - rr < LAYA_NX ? nx - rr : LAYA_NX;
+				f(w, o + v, (const char *)x + rr * xstride * step, xstride, n, tmp);
+				laya_store(dst, ldd, o + v, rr, n, tmp, bias ? bias[o + v] : 0, pairs);
+			}
 		}
+		o += nw;
 	}
 }
 

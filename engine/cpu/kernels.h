@@ -45,12 +45,16 @@ int laya_quant_perm(int kind);
 // perm stores each block's even elements first, then its odd ones, the order in which 4-bit MLX
 // words hold their codes. With resid, each row becomes two rows of blocks, 2r and 2r+1: the
 // quantized row and the quantized remainder x - d*q, which brings the error from amax/254 down to
-// amax/64516 per element (scratch holds cols floats). Below, qrows is rows, or 2*rows with resid.
+// amax/64516 per element (scratch holds cols floats). Each remainder block's scale is exactly its
+// main block's d/254 (float division), which kernels may rely on to combine the two products in
+// integers. Below, qrows is rows, or 2*rows with resid.
 // When xt is not NULL it also writes the block scales transposed, xt[b*qrows + r] = d and
 // xt[(nb + b)*qrows + r] = ds of block row r's block b, and when x8 is not NULL the codes of each
 // full group of 8 block rows interleaved (qrows/8*cols*8 bytes): for tile t, block b and 4-code
-// group k, 32 bytes hold group k of rows 8t..8t+7 in turn. The 8-block single-row and the 8- and
-// 16-row kernels read them.
+// group k, 32 bytes hold group k of rows 8t..8t+7 in turn; the 8- and 16-row kernels read them.
+// With fewer than 8 block rows, x8 (qrows*cols bytes) instead holds each row's codes by pairs of
+// blocks b, b+1 (b even, both present): 16 first codes of b, of b+1, then the 16 last codes of b,
+// of b+1, for the 8-block decode kernels.
 void laya_quantize(const float *x, int rows, int cols, lq8 *out, int perm, int resid, float *scratch,
 	float *xt, int8_t *x8);
 

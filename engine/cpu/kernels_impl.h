@@ -10,20 +10,24 @@
 
 typedef void (*laya_dotfn)(const lw *w, int row, const void *x, long xstride, int nx, float *out);
 
-// laya_tile8fn computes one weight row against activation rows r0..r0+7 (or r0..r0+15 for the
-// 16-row kernels; r0 a multiple of 8) of nrows, reading their interleaved codes x8 and
-// transposed scales xt (see laya_quantize), and writes 8 (16) outputs.
-typedef void (*laya_tile8fn)(const lw *w, int row, const int8_t *x8, const float *xt, int nrows, int r0, float *out);
+// laya_tile8fn computes nw (1 or 2) weight rows from row on against activation rows r0..r0+7
+// (or r0..r0+15 for the 16-row kernels; r0 a multiple of 8) of nrows, reading their interleaved
+// codes x8 and transposed scales xt (see laya_quantize), and writes 8 (16) outputs per weight row.
+typedef void (*laya_tile8fn)(const lw *w, int row, int nw, const int8_t *x8, const float *xt, int nrows, int r0, float *out);
 
-// laya_vecfn computes one weight row against a single activation row with its transposed scales.
-typedef void (*laya_vecfn)(const lw *w, int row, const lq8 *x, const float *xt, float *out);
+// laya_vecfn computes one weight row against a single activation row with its transposed scales
+// and its codes by block pairs (x8, see laya_quantize).
+typedef void (*laya_vecfn)(const lw *w, int row, const lq8 *x, const float *xt, const int8_t *x8, float *out);
 
 // laya_pairfn computes one weight row against one residual pair of activation rows (xstride
-// blocks apart) with their transposed scales.
-typedef void (*laya_pairfn)(const lw *w, int row, const lq8 *x, long xstride, const float *xt, float *out);
+// blocks apart) with their transposed scales and codes by block pairs.
+typedef void (*laya_pairfn)(const lw *w, int row, const lq8 *x, long xstride, const float *xt, const int8_t *x8, float *out);
 
 typedef struct {
 	void (*quantize)(const float *x, int rows, int cols, lq8 *out, int perm);
+	// remainder quantizes x - d*q of nb blocks x against their quantized main blocks as residual
+	// blocks of scale d/254 (scratch: 32*nb floats).
+	void (*remainder)(const float *x, int nb, const lq8 *main, lq8 *out, int perm, float *scratch);
 	laya_dotfn dot[LK_NKINDS];
 	// tile8 and tile16 hold 8- and 16-row kernels for the kinds that have them (NULL elsewhere):
 	// with 8 rows in one vector the float scaling runs once per block instead of once per row,

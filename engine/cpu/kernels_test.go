@@ -85,16 +85,28 @@ func TestQuantizeMatchesSpec(t *testing.T) {
 }
 
 // TestResidualQuantization checks that each residual pair reconstructs its row within
-// amax/64516 per element (half a step of the remainder's own block scale).
+// amax/64516 per element (half a step of the remainder's block scale), that the remainder's
+// scale is exactly d/254 of its main block (the kernels combine the two products on that basis)
+// and that every level produces the same bytes.
 func TestResidualQuantization(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 13))
 	rows, cols := 2, 64
 	x := randVec(r, rows*cols)
+	first := map[bool][]uint32{}
 	for _, l := range levels(t) {
 		useSIMD(l)
 		for _, perm := range []bool{false, true} {
 			q := make([]uint32, 2*rows*cols/32*lq8Size/4)
 			quantize(x, rows, cols, q, perm, true, make([]float32, cols), nil, nil)
+			if f, ok := first[perm]; !ok {
+				first[perm] = q
+			} else {
+				for i := range q {
+					if q[i] != f[i] {
+						t.Fatalf("level %d perm %v: word %d is %#x, level 0 wrote %#x", l, perm, i, q[i], f[i])
+					}
+				}
+			}
 			raw := unsafe.Slice((*byte)(unsafe.Pointer(&q[0])), len(q)*4)
 			blk := func(row, b int) (float32, []byte) {
 				p := raw[(row*cols/32+b)*lq8Size:]
@@ -109,6 +121,9 @@ func TestResidualQuantization(t *testing.T) {
 					}
 					d1, q1 := blk(2*row, b)
 					d2, q2 := blk(2*row+1, b)
+					if d2 != d1/254 {
+						t.Fatalf("level %d row %d block %d: remainder scale %v, want %v/254", l, row, b, d2, d1)
+					}
 					got := float64(d1)*float64(int8(q1[at])) + float64(d2)*float64(int8(q2[at]))
 					var amax float64
 					for _, v := range x[row*cols+32*b : row*cols+32*b+32] {

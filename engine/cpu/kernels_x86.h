@@ -3,6 +3,9 @@
 // purpose. Integer block sums are exact; only float accumulation order differs from kernels.c.
 
 #define LOADU(p) _mm256_loadu_si256((const __m256i *)(p))
+#ifndef LAYA_PF
+#define LAYA_PF 4096
+#endif
 
 static inline float F(hsum)(__m256 v) {
 	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -67,13 +70,34 @@ static inline __m256 F(exp)(__m256 x) {
 	return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
-static void F(quantize)(const float *x, int rows, int cols, lq8 *out, int perm) {
-	int nb = cols / 32;
-	const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+// qblock quantizes 32 floats (a, b, c, e in order) as x ~= d*q with q = round-half-even(x*id),
+// saturated to [-127, 127], stored in perm order (see laya_quantize) with their sums into o.
+static inline void F(qblock)(lq8 *o, __m256 a, __m256 b, __m256 c, __m256 e, float d, float id, int perm) {
 	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
 	// Within each 128-bit lane: even bytes first, then odd.
 	const __m256i evenodd = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
 		0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+	__m256 iv = _mm256_set1_ps(id);
+	o->d = d;
+	__m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(a, iv)), i1 = _mm256_cvtps_epi32(_mm256_mul_ps(b, iv));
+	__m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(c, iv)), i3 = _mm256_cvtps_epi32(_mm256_mul_ps(e, iv));
+	__m256i q = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+	q = _mm256_max_epi8(_mm256_permutevar8x32_epi32(q, order), _mm256_set1_epi8(-127));
+	if (perm) q = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(q, evenodd), 0xd8);
+	_mm256_storeu_si256((__m256i *)o->q, q);
+	// Lanes 0-3 of s sum stored elements 0-15, lanes 4-7 elements 16-31.
+	__m256i s = F(dotu8)(_mm256_set1_epi8(1), q);
+	__m128i lo = _mm256_castsi256_si128(s), hi = _mm256_extracti128_si256(s, 1);
+	lo = _mm_hadd_epi32(lo, lo);
+	hi = _mm_hadd_epi32(hi, hi);
+	o->s[0] = (int16_t)(_mm_cvtsi128_si32(lo) + _mm_extract_epi32(lo, 1));
+	o->s[1] = (int16_t)(_mm_cvtsi128_si32(hi) + _mm_extract_epi32(hi, 1));
+	o->ds = o->d * (float)(o->s[0] + o->s[1]);
+}
+
+static void F(quantize)(const float *x, int rows, int cols, lq8 *out, int perm) {
+	int nb = cols / 32;
+	const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
 	for (long i = 0; i < (long)rows * nb; i++) {
 		const float *v = x + 32 * i;
 		__m256 a = _mm256_loadu_ps(v), b = _mm256_loadu_ps(v + 8), c = _mm256_loadu_ps(v + 16), d = _mm256_loadu_ps(v + 24);
@@ -83,23 +107,32 @@ static void F(quantize)(const float *x, int rows, int cols, lq8 *out, int perm) 
 		m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
 		m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
 		float amax = _mm_cvtss_f32(m4);
-		lq8 *o = out + i;
-		o->d = amax / 127;
-		__m256 id = _mm256_set1_ps(amax > 0 ? 127 / amax : 0);
-		__m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(a, id)), i1 = _mm256_cvtps_epi32(_mm256_mul_ps(b, id));
-		__m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(c, id)), i3 = _mm256_cvtps_epi32(_mm256_mul_ps(d, id));
-		__m256i q = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
-		q = _mm256_permutevar8x32_epi32(q, order);
-		if (perm) q = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(q, evenodd), 0xd8);
-		_mm256_storeu_si256((__m256i *)o->q, q);
-		// Lanes 0-3 of s sum stored elements 0-15, lanes 4-7 elements 16-31.
-		__m256i s = F(dotu8)(_mm256_set1_epi8(1), q);
-		__m128i lo = _mm256_castsi256_si128(s), hi = _mm256_extracti128_si256(s, 1);
-		lo = _mm_hadd_epi32(lo, lo);
-		hi = _mm_hadd_epi32(hi, hi);
-		o->s[0] = (int16_t)(_mm_cvtsi128_si32(lo) + _mm_extract_epi32(lo, 1));
-		o->s[1] = (int16_t)(_mm_cvtsi128_si32(hi) + _mm_extract_epi32(hi, 1));
-		o->ds = o->d * (float)(o->s[0] + o->s[1]);
+		F(qblock)(out + i, a, b, c, d, amax / 127, amax > 0 ? 127 / amax : 0, perm);
+	}
+}
+
+// remainder is laya_quantize's remainder step (see quantize_remainder in kernels.c, which it
+// matches bit for bit): x - d*q of each block of x, in element order, quantized with scale d/254.
+static void F(remainder)(const float *x, int nb, const lq8 *main, lq8 *out, int perm, float *scratch) {
+	(void)scratch;
+	for (int b = 0; b < nb; b++) {
+		const float *v = x + 32 * b;
+		const lq8 *m = main + b;
+		__m128i q0 = _mm_loadu_si128((const __m128i *)m->q), q1 = _mm_loadu_si128((const __m128i *)(m->q + 16));
+		if (perm) { // back to element order: element 2i is code i, element 2i+1 code 16+i
+			__m128i t = _mm_unpacklo_epi8(q0, q1);
+			q1 = _mm_unpackhi_epi8(q0, q1);
+			q0 = t;
+		}
+		__m256 dv = _mm256_set1_ps(m->d), r[4];
+		for (int k = 0; k < 4; k++) {
+			__m128i src = k < 2 ? q0 : q1;
+			__m128i part = k % 2 ? _mm_srli_si128(src, 8) : src;
+			__m256 qf = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(part));
+			r[k] = _mm256_sub_ps(_mm256_loadu_ps(v + 8 * k), _mm256_mul_ps(dv, qf));
+		}
+		float d = m->d / 254;
+		F(qblock)(out + b, r[0], r[1], r[2], r[3], d, d > 0 ? 1 / d : 0, perm);
 	}
 }
 
@@ -367,83 +400,149 @@ INLINE void F(affine_s)(const lw *w, int row, const void *x, long xs, int nx, fl
 DISPATCHK(aff4, affine_s, 1)
 DISPATCHK(aff8, affine_s, 0)
 
-// tile runs Q4_0 (aff = 0) or 4-bit Affine (aff = 1) rows against nt*8 activation rows (nt = 1
-// or 2 tiles of 8) held interleaved (x8, see laya_quantize): per block, each group of 4 weight
-// codes is broadcast and multiplied with the same 4 elements of 8 rows at once, so one vector
-// collects the block's dot products for 8 rows and is scaled once by the weight scale times the
-// rows' scales. The zero point (-8*d for Q4_0, the bias for Affine) multiplies the rows' sums.
-INLINE void F(tile_n)(const lw *w, int row, const int8_t *x8, const float *xt, int nrows, int r0, float *out, int nt, int aff, int sdt) {
-	const uint8_t *p = w->w + row * w->rowbytes;
+// tile runs nw (1 or 2) consecutive Q4_0 (aff = 0) or 4-bit Affine (aff = 1) weight rows against
+// nt*8 activation rows (nt = 1 or 2 tiles of 8) held interleaved (x8, see laya_quantize): per
+// block, each group of 4 weight codes is broadcast and multiplied with the same 4 elements of 8
+// rows at once, so one vector collects the block's dot products for 8 rows and is scaled once by
+// the weight scale times the rows' scales. The zero point (-8*d for Q4_0, the bias for Affine)
+// multiplies the rows' sums. Two weight rows share every activation load, which halves the
+// activation traffic from L2 that bounds prefill. out receives nt*8 values per weight row.
+INLINE void F(tile_n)(const lw *w, int row, const int8_t *x8, const float *xt, int nrows, int r0, float *out, int nw, int nt, int aff, int sdt) {
 	int nb = w->cols / 32, sh = 0;
-	long g0 = 0;
+	long ng = 0;
 	if (aff) {
 		while ((32 << sh) < w->group) sh++;
-		g0 = (long)row * (w->cols / w->group);
+		ng = w->cols / w->group;
 	}
 	const float *xd = xt + r0, *xds = xt + (long)nb * nrows + r0;
 	const int8_t *xb = x8 + (long)(r0 / 8) * nb * 256;
 	const long tstride = (long)nb * 256; // bytes from one 8-row tile to the next
-	__m256 acc[2], corr[2];
-	for (int u = 0; u < nt; u++) acc[u] = corr[u] = _mm256_setzero_ps();
-	uint32_t codes[8] __attribute__((aligned(32)));
+	__m256 acc[2][2], corr[2][2];
+	for (int v = 0; v < nw; v++)
+		for (int u = 0; u < nt; u++) acc[v][u] = corr[v][u] = _mm256_setzero_ps();
+	uint32_t codes[2][8] __attribute__((aligned(32)));
 	for (int b = 0; b < nb; b++, xb += 256) {
-		float scale, zero;
-		__m256i q;
-		if (aff) {
-			scale = F(comp)(w->sc, sdt, g0 + (b >> sh));
-			zero = F(comp)(w->bi, sdt, g0 + (b >> sh));
-			q = F(nib32)(p + 16 * b);
-		} else {
-			const uint8_t *blk = p + 18 * b;
-			scale = F(half)(blk);
-			zero = -8 * scale;
-			q = F(nib32)(blk + 2);
+		__m256 sv[2], zv[2];
+		for (int v = 0; v < nw; v++) {
+			const uint8_t *p = w->w + (long)(row + v) * w->rowbytes;
+			__m256i q;
+			if (aff) {
+				long g = (long)(row + v) * ng + (b >> sh);
+				sv[v] = _mm256_set1_ps(F(comp)(w->sc, sdt, g));
+				zv[v] = _mm256_set1_ps(F(comp)(w->bi, sdt, g));
+				q = F(nib32)(p + 16 * b);
+			} else {
+				const uint8_t *blk = p + 18 * b;
+				float scale = F(half)(blk);
+				sv[v] = _mm256_set1_ps(scale);
+				zv[v] = _mm256_set1_ps(-8 * scale);
+				q = F(nib32)(blk + 2);
+			}
+			_mm256_store_si256((__m256i *)codes[v], q);
 		}
-		_mm256_store_si256((__m256i *)codes, q);
-		__m256i s[2][2];
-		for (int u = 0; u < nt; u++) s[u][0] = s[u][1] = _mm256_setzero_si256();
+		__m256i s[2][2][2];
+		for (int v = 0; v < nw; v++)
+			for (int u = 0; u < nt; u++) s[v][u][0] = s[v][u][1] = _mm256_setzero_si256();
 		for (int k = 0; k < 8; k++) {
-			__m256i c = _mm256_set1_epi32((int)codes[k]);
 			for (int u = 0; u < nt; u++) {
 				__m256i xv = LOADU(xb + u * tstride + 32 * k);
+				for (int v = 0; v < nw; v++) {
+					__m256i c = _mm256_set1_epi32((int)codes[v][k]);
 #if VNNI
-				s[u][k & 1] = _mm256_dpbusd_epi32(s[u][k & 1], c, xv);
+					s[v][u][k & 1] = _mm256_dpbusd_epi32(s[v][u][k & 1], c, xv);
 #else
-				s[u][k & 1] = _mm256_add_epi32(s[u][k & 1], F(dotu8)(c, xv));
+					s[v][u][k & 1] = _mm256_add_epi32(s[v][u][k & 1], F(dotu8)(c, xv));
 #endif
+				}
 			}
 		}
-		__m256 sv = _mm256_set1_ps(scale), zv = _mm256_set1_ps(zero);
 		for (int u = 0; u < nt; u++) {
-			__m256 f = _mm256_mul_ps(_mm256_loadu_ps(xd + (long)b * nrows + 8 * u), sv);
-			acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(s[u][0], s[u][1])), f, acc[u]);
-			corr[u] = _mm256_fmadd_ps(_mm256_loadu_ps(xds + (long)b * nrows + 8 * u), zv, corr[u]);
+			__m256 d = _mm256_loadu_ps(xd + (long)b * nrows + 8 * u), ds = _mm256_loadu_ps(xds + (long)b * nrows + 8 * u);
+			for (int v = 0; v < nw; v++) {
+				__m256 f = _mm256_mul_ps(d, sv[v]);
+				acc[v][u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(s[v][u][0], s[v][u][1])), f, acc[v][u]);
+				corr[v][u] = _mm256_fmadd_ps(ds, zv[v], corr[v][u]);
+			}
 		}
 	}
-	for (int u = 0; u < nt; u++) _mm256_storeu_ps(out + 8 * u, _mm256_add_ps(acc[u], corr[u]));
+	for (int v = 0; v < nw; v++)
+		for (int u = 0; u < nt; u++) _mm256_storeu_ps(out + 8 * (nt * v + u), _mm256_add_ps(acc[v][u], corr[v][u]));
 }
 
+// TILE2 expands a tile call for nw = 1 or 2 weight rows with everything else constant.
+#define TILE2(nt, aff, sdt)                                                                   \
+	do {                                                                                      \
+		if (nw == 2) F(tile_n)(w, row, x8, xt, nrows, r0, out, 2, nt, aff, sdt);               \
+		else F(tile_n)(w, row, x8, xt, nrows, r0, out, 1, nt, aff, sdt);                       \
+	} while (0)
 #define TILES(nt)                                                                                                     \
-	static void F(tile##nt##_q4_0)(const lw *w, int row, const int8_t *x8, const float *xt, int nrows, int r0, float *out) { \
-		F(tile_n)(w, row, x8, xt, nrows, r0, out, nt / 8, 0, 0);                                                   \
+	static void F(tile##nt##_q4_0)(const lw *w, int row, int nw, const int8_t *x8, const float *xt, int nrows, int r0, float *out) { \
+		TILE2(nt / 8, 0, 0);                                                                                      \
 	}                                                                                                             \
-	static void F(tile##nt##_aff4)(const lw *w, int row, const int8_t *x8, const float *xt, int nrows, int r0, float *out) { \
+	static void F(tile##nt##_aff4)(const lw *w, int row, int nw, const int8_t *x8, const float *xt, int nrows, int r0, float *out) { \
 		switch (w->sdt) {                                                                                         \
-		case LS_F16: F(tile_n)(w, row, x8, xt, nrows, r0, out, nt / 8, 1, LS_F16); break;                        \
-		case LS_BF16: F(tile_n)(w, row, x8, xt, nrows, r0, out, nt / 8, 1, LS_BF16); break;                      \
-		default: F(tile_n)(w, row, x8, xt, nrows, r0, out, nt / 8, 1, LS_F32); break;                            \
+		case LS_F16: TILE2(nt / 8, 1, LS_F16); break;                                                             \
+		case LS_BF16: TILE2(nt / 8, 1, LS_BF16); break;                                                           \
+		default: TILE2(nt / 8, 1, LS_F32); break;                                                                 \
 		}                                                                                                         \
 	}
 TILES(8)
 TILES(16)
 #undef TILES
+#undef TILE2
 
-// vec runs one Q4_0 (aff = 0) or 4-bit Affine (aff = 1) row against one activation row, eight
-// blocks at a time: the eight integer dot products are summed into one vector whose lanes are the
-// blocks, so the float scaling is one multiply-add per eight blocks, with the weight scales
-// converted together and the activation scales read from xt (nrows = 1: xt[b] = d, xt[nb+b] = ds).
-INLINE void F(vec_n)(const lw *w, int row, const lq8 *x, const float *xt, float *out, int aff, int sdt) {
+// pairdot is the exact integer 254*dot(q, m) + dot(q, r) of one block's 4-bit codes q against a
+// residual pair's main codes m and remainder codes r (whose scale is the main one's / 254, see
+// laya_quantize), in 8 lanes. A block's total is at most 32*15*127*255 < 2^24 in magnitude, so it
+// converts to float exactly.
+static inline __m256i F(pairdot)(__m256i q, __m256i m, __m256i r) {
+#if VNNI
+	// The main products' pairs (at most 2*15*127 each) take their factor 254 in a 16-bit dot.
+	__m256i s = _mm256_dpwssd_epi32(_mm256_setzero_si256(), _mm256_maddubs_epi16(q, m), _mm256_set1_epi16(254));
+	return _mm256_dpbusd_epi32(s, q, r);
+#else
+	return _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(q, m), _mm256_set1_epi16(254)),
+		_mm256_madd_epi16(_mm256_maddubs_epi16(q, r), _mm256_set1_epi16(1)));
+#endif
+}
+
+// dot2 is dotu8 for two blocks at once: lo and hi hold the low and high nibbles of both blocks'
+// codes (one block per 128-bit half), xl and xh the matching activation halves (x8 by pairs); lanes
+// 0-3 sum the first block, lanes 4-7 the second.
+static inline __m256i F(dot2)(__m256i lo, __m256i hi, __m256i xl, __m256i xh) {
+#if VNNI
+	return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, xl), hi, xh);
+#else
+	// Each 16-bit product pair is at most 2*15*127 in magnitude, so the sums do not saturate.
+	return _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(lo, xl), _mm256_maddubs_epi16(hi, xh)), _mm256_set1_epi16(1));
+#endif
+}
+
+// pairdot2 is pairdot for two blocks laid out as in dot2: main halves ml, mh and remainder halves
+// rl, rh.
+static inline __m256i F(pairdot2)(__m256i lo, __m256i hi, __m256i ml, __m256i mh, __m256i rl, __m256i rh) {
+	__m256i m = _mm256_add_epi16(_mm256_maddubs_epi16(lo, ml), _mm256_maddubs_epi16(hi, mh));
+#if VNNI
+	__m256i s = _mm256_dpwssd_epi32(_mm256_setzero_si256(), m, _mm256_set1_epi16(254));
+	return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(s, lo, rl), hi, rh);
+#else
+	__m256i r = _mm256_add_epi16(_mm256_maddubs_epi16(lo, rl), _mm256_maddubs_epi16(hi, rh));
+	return _mm256_add_epi32(_mm256_madd_epi16(m, _mm256_set1_epi16(254)), _mm256_madd_epi16(r, _mm256_set1_epi16(1)));
+#endif
+}
+
+// vec runs one Q4_0 (aff = 0) or 4-bit Affine (aff = 1) row against one activation row (pair = 0)
+// or one residual pair (pair = 1: main row x, remainder row x + xs), eight blocks at a time: the
+// eight integer block sums are summed horizontally into one vector whose lanes are the blocks, so
+// the float scaling is one multiply-add per eight blocks, with the weight scales converted
+// together, the activation scales read from xt and the codes from x8 by block pairs (nrows =
+// 1 + pair, see laya_quantize); the last blocks (fewer than 8) take x. A pair
+// costs a second integer dot product per block but no more float work: its two sums combine
+// exactly (pairdot) and take the remainder's scale.
+INLINE void F(vec_n)(const lw *w, int row, const lq8 *x, long xs, const float *xt, const int8_t *x8, float *out, int aff, int sdt, int pair) {
 	const uint8_t *p = w->w + row * w->rowbytes;
+	const lq8 *xr = x + xs;
+	const float *xd = xt, *xds = xt + (long)(1 + pair) * (w->cols / 32);
 	int nb = w->cols / 32, sh = 0, b = 0, ngr = 0;
 	long g0 = 0;
 	if (aff) {
@@ -452,9 +551,15 @@ INLINE void F(vec_n)(const lw *w, int row, const lq8 *x, const float *xt, float 
 		ngr = 8 >> sh ? 8 >> sh : 1; // groups spanned by 8 blocks
 	}
 	__m256 acc = _mm256_setzero_ps(), corr = _mm256_setzero_ps();
+	const __m256i m4 = _mm256_set1_epi8(15);
 	const __m256i spread = _mm256_setr_epi32(0 >> sh, 1 >> sh, 2 >> sh, 3 >> sh, 4 >> sh, 5 >> sh, 6 >> sh, 7 >> sh);
 	for (; b + 8 <= nb; b += 8) {
-		__m256i d[8];
+		// Decode streams each weight once: fetch LAYA_PF bytes ahead (rows are contiguous) so
+		// that the next rows' loads do not wait on memory.
+		const char *ahead = (const char *)p + (aff ? 16 : 18) * b + LAYA_PF;
+		_mm_prefetch(ahead, _MM_HINT_T0);
+		_mm_prefetch(ahead + 64, _MM_HINT_T0);
+		if (!aff) _mm_prefetch(ahead + 128, _MM_HINT_T0);
 		__m256 scale, zero;
 		if (aff) {
 			long gi = g0 + (b >> sh);
@@ -473,7 +578,6 @@ INLINE void F(vec_n)(const lw *w, int row, const lq8 *x, const float *xt, float 
 			}
 			scale = _mm256_permutevar8x32_ps(s8, spread);
 			zero = _mm256_permutevar8x32_ps(z8, spread);
-			for (int i = 0; i < 8; i++) d[i] = F(dotu8)(F(nib32)(p + 16 * (b + i)), LOADU(x[b + i].q));
 		} else {
 			// Scales gathered by inserts: a vector load of just-stored halves would stall on
 			// store forwarding.
@@ -487,16 +591,43 @@ INLINE void F(vec_n)(const lw *w, int row, const lq8 *x, const float *xt, float 
 			h = _mm_insert_epi16(h, F(u16)(blk + 5 * 18), 5);
 			h = _mm_insert_epi16(h, F(u16)(blk + 6 * 18), 6);
 			h = _mm_insert_epi16(h, F(u16)(blk + 7 * 18), 7);
-			for (int i = 0; i < 8; i++) d[i] = F(dotu8)(F(nib32)(blk + 18 * i + 2), LOADU(x[b + i].q));
 			scale = _mm256_cvtph_ps(h);
 			zero = _mm256_mul_ps(scale, _mm256_set1_ps(-8));
 		}
-		__m256i a0 = _mm256_hadd_epi32(d[0], d[1]), a1 = _mm256_hadd_epi32(d[2], d[3]);
-		__m256i a2 = _mm256_hadd_epi32(d[4], d[5]), a3 = _mm256_hadd_epi32(d[6], d[7]);
-		__m256i b0 = _mm256_hadd_epi32(a0, a1), b1 = _mm256_hadd_epi32(a2, a3);
-		__m256i sum = _mm256_add_epi32(_mm256_permute2x128_si256(b0, b1, 0x20), _mm256_permute2x128_si256(b0, b1, 0x31));
-		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(scale, _mm256_loadu_ps(xt + b)), acc);
-		corr = _mm256_fmadd_ps(zero, _mm256_loadu_ps(xt + nb + b), corr);
+		__m256i d[4];
+		for (int i = 0; i < 8; i += 2) {
+			__m256i v;
+			if (aff) {
+				v = LOADU(p + 16 * (b + i));
+			} else {
+				const uint8_t *blk = p + 18 * (b + i) + 2;
+				v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)blk)),
+					_mm_loadu_si128((const __m128i *)(blk + 18)), 1);
+			}
+			__m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+			const int8_t *xa = x8 + 32 * (b + i), *ra = xa + w->cols;
+			d[i / 2] = pair ? F(pairdot2)(lo, hi, LOADU(xa), LOADU(xa + 32), LOADU(ra), LOADU(ra + 32))
+					: F(dot2)(lo, hi, LOADU(xa), LOADU(xa + 32));
+		}
+		// d[j] holds blocks 2j (lanes 0-3) and 2j+1 (lanes 4-7); two rounds of pair sums leave the
+		// block sums in the order 0 2 4 6 1 3 5 7.
+		__m256i g = _mm256_hadd_epi32(_mm256_hadd_epi32(d[0], d[1]), _mm256_hadd_epi32(d[2], d[3]));
+		__m256i sum = _mm256_permutevar8x32_epi32(g, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+		__m256 xs8, xds8;
+		if (pair) {
+			// xt holds (main, remainder) per block: take the remainders' d and the pairs' ds sums,
+			// whose in-lane shuffles leave blocks in the order 0 1 4 5 | 2 3 6 7.
+			const float *t = xd + 2 * b, *u = xds + 2 * b;
+			__m256 rd = _mm256_shuffle_ps(_mm256_loadu_ps(t), _mm256_loadu_ps(t + 8), _MM_SHUFFLE(3, 1, 3, 1));
+			__m256 ds = _mm256_hadd_ps(_mm256_loadu_ps(u), _mm256_loadu_ps(u + 8));
+			xs8 = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(rd), 0xd8));
+			xds8 = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ds), 0xd8));
+		} else {
+			xs8 = _mm256_loadu_ps(xd + b);
+			xds8 = _mm256_loadu_ps(xds + b);
+		}
+		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(scale, xs8), acc);
+		corr = _mm256_fmadd_ps(zero, xds8, corr);
 	}
 	float tail = 0;
 	for (; b < nb; b++) { // fewer than 8 blocks left
@@ -511,114 +642,37 @@ INLINE void F(vec_n)(const lw *w, int row, const lq8 *x, const float *xt, float 
 			zero = -8 * scale;
 			q = F(nib32)(p + 18 * b + 2);
 		}
-		tail += x[b].d * scale * (float)F(hsumi)(F(dotu8)(q, LOADU(x[b].q))) + zero * x[b].ds;
-	}
-	*out = F(hsum)(_mm256_add_ps(acc, corr)) + tail;
-}
-
-// vecpair is vec for a residual pair (main row 0 and remainder row 1 of x, xs blocks apart):
-// four blocks at a time, each decoded once for both rows, whose eight dot products fill one vector
-// in the order of the transposed scales (xt[2b + r], nrows = 2).
-INLINE void F(vecpair_n)(const lw *w, int row, const lq8 *x, long xs, const float *xt, float *out, int aff, int sdt) {
-	const uint8_t *p = w->w + row * w->rowbytes;
-	int nb = w->cols / 32, sh = 0, b = 0;
-	long g0 = 0;
-	if (aff) {
-		while ((32 << sh) < w->group) sh++;
-		g0 = (long)row * (w->cols / w->group);
-	}
-	const __m256i dup = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
-	__m256 acc = _mm256_setzero_ps(), corr = _mm256_setzero_ps();
-	for (; b + 4 <= nb; b += 4) {
-		__m256i d[8];
-		__m128 s4, z4;
-		if (aff) {
-			long gi = g0 + (b >> sh);
-			if (sh <= 2 && gi + 8 <= (long)w->rows * (w->cols / w->group)) {
-				// b is a multiple of 4, so block b+i is in group gi + (i >> sh).
-				const __m256i grp = _mm256_setr_epi32(0, 1 >> sh, 2 >> sh, 3 >> sh, 0, 0, 0, 0);
-				s4 = _mm256_castps256_ps128(_mm256_permutevar8x32_ps(F(comp8)(w->sc, sdt, gi), grp));
-				z4 = _mm256_castps256_ps128(_mm256_permutevar8x32_ps(F(comp8)(w->bi, sdt, gi), grp));
-			} else {
-				float sv[4], zv[4];
-				for (int i = 0; i < 4; i++) {
-					sv[i] = F(comp)(w->sc, sdt, g0 + ((b + i) >> sh));
-					zv[i] = F(comp)(w->bi, sdt, g0 + ((b + i) >> sh));
-				}
-				s4 = _mm_setr_ps(sv[0], sv[1], sv[2], sv[3]);
-				z4 = _mm_setr_ps(zv[0], zv[1], zv[2], zv[3]);
-			}
-			for (int i = 0; i < 4; i++) {
-				__m256i q = F(nib32)(p + 16 * (b + i));
-				d[2 * i] = F(dotu8)(q, LOADU(x[b + i].q));
-				d[2 * i + 1] = F(dotu8)(q, LOADU(x[xs + b + i].q));
-			}
+		if (pair) {
+			__m256i s = F(pairdot)(q, LOADU(x[b].q), LOADU(xr[b].q));
+			tail += xr[b].d * scale * (float)F(hsumi)(s) + zero * (x[b].ds + xr[b].ds);
 		} else {
-			const uint8_t *blk = p + 18 * b;
-			__m128i h = _mm_setzero_si128();
-			h = _mm_insert_epi16(h, F(u16)(blk), 0);
-			h = _mm_insert_epi16(h, F(u16)(blk + 18), 1);
-			h = _mm_insert_epi16(h, F(u16)(blk + 36), 2);
-			h = _mm_insert_epi16(h, F(u16)(blk + 54), 3);
-			s4 = _mm_cvtph_ps(h);
-			z4 = _mm_mul_ps(s4, _mm_set1_ps(-8));
-			for (int i = 0; i < 4; i++) {
-				__m256i q = F(nib32)(blk + 18 * i + 2);
-				d[2 * i] = F(dotu8)(q, LOADU(x[b + i].q));
-				d[2 * i + 1] = F(dotu8)(q, LOADU(x[xs + b + i].q));
-			}
-		}
-		__m256 scale = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(s4), dup);
-		__m256 zero = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(z4), dup);
-		__m256i a0 = _mm256_hadd_epi32(d[0], d[1]), a1 = _mm256_hadd_epi32(d[2], d[3]);
-		__m256i a2 = _mm256_hadd_epi32(d[4], d[5]), a3 = _mm256_hadd_epi32(d[6], d[7]);
-		__m256i b0 = _mm256_hadd_epi32(a0, a1), b1 = _mm256_hadd_epi32(a2, a3);
-		__m256i sum = _mm256_add_epi32(_mm256_permute2x128_si256(b0, b1, 0x20), _mm256_permute2x128_si256(b0, b1, 0x31));
-		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(scale, _mm256_loadu_ps(xt + 2 * b)), acc);
-		corr = _mm256_fmadd_ps(zero, _mm256_loadu_ps(xt + 2 * (nb + b)), corr);
-	}
-	float tail = 0;
-	for (; b < nb; b++) { // fewer than 4 blocks left
-		float scale, zero;
-		__m256i q;
-		if (aff) {
-			scale = F(comp)(w->sc, sdt, g0 + (b >> sh));
-			zero = F(comp)(w->bi, sdt, g0 + (b >> sh));
-			q = F(nib32)(p + 16 * b);
-		} else {
-			scale = F(half)(p + 18 * b);
-			zero = -8 * scale;
-			q = F(nib32)(p + 18 * b + 2);
-		}
-		for (int r = 0; r < 2; r++) {
-			const lq8 *xb = x + r * xs + b;
-			tail += xb->d * scale * (float)F(hsumi)(F(dotu8)(q, LOADU(xb->q))) + zero * xb->ds;
+			tail += x[b].d * scale * (float)F(hsumi)(F(dotu8)(q, LOADU(x[b].q))) + zero * x[b].ds;
 		}
 	}
 	*out = F(hsum)(_mm256_add_ps(acc, corr)) + tail;
 }
 
-static void F(vecpair_q4_0)(const lw *w, int row, const lq8 *x, long xs, const float *xt, float *out) {
-	F(vecpair_n)(w, row, x, xs, xt, out, 0, 0);
+static void F(vec_q4_0)(const lw *w, int row, const lq8 *x, const float *xt, const int8_t *x8, float *out) {
+	F(vec_n)(w, row, x, 0, xt, x8, out, 0, 0, 0);
 }
 
-static void F(vecpair_aff4)(const lw *w, int row, const lq8 *x, long xs, const float *xt, float *out) {
+static void F(vecpair_q4_0)(const lw *w, int row, const lq8 *x, long xs, const float *xt, const int8_t *x8, float *out) {
+	F(vec_n)(w, row, x, xs, xt, x8, out, 0, 0, 1);
+}
+
+static void F(vec_aff4)(const lw *w, int row, const lq8 *x, const float *xt, const int8_t *x8, float *out) {
 	switch (w->sdt) {
-	case LS_F16: F(vecpair_n)(w, row, x, xs, xt, out, 1, LS_F16); break;
-	case LS_BF16: F(vecpair_n)(w, row, x, xs, xt, out, 1, LS_BF16); break;
-	default: F(vecpair_n)(w, row, x, xs, xt, out, 1, LS_F32); break;
+	case LS_F16: F(vec_n)(w, row, x, 0, xt, x8, out, 1, LS_F16, 0); break;
+	case LS_BF16: F(vec_n)(w, row, x, 0, xt, x8, out, 1, LS_BF16, 0); break;
+	default: F(vec_n)(w, row, x, 0, xt, x8, out, 1, LS_F32, 0); break;
 	}
 }
 
-static void F(vec_q4_0)(const lw *w, int row, const lq8 *x, const float *xt, float *out) {
-	F(vec_n)(w, row, x, xt, out, 0, 0);
-}
-
-static void F(vec_aff4)(const lw *w, int row, const lq8 *x, const float *xt, float *out) {
+static void F(vecpair_aff4)(const lw *w, int row, const lq8 *x, long xs, const float *xt, const int8_t *x8, float *out) {
 	switch (w->sdt) {
-	case LS_F16: F(vec_n)(w, row, x, xt, out, 1, LS_F16); break;
-	case LS_BF16: F(vec_n)(w, row, x, xt, out, 1, LS_BF16); break;
-	default: F(vec_n)(w, row, x, xt, out, 1, LS_F32); break;
+	case LS_F16: F(vec_n)(w, row, x, xs, xt, x8, out, 1, LS_F16, 1); break;
+	case LS_BF16: F(vec_n)(w, row, x, xs, xt, x8, out, 1, LS_BF16, 1); break;
+	default: F(vec_n)(w, row, x, xs, xt, x8, out, 1, LS_F32, 1); break;
 	}
 }
 
@@ -727,6 +781,7 @@ static void F(silu_mul)(float *dst, const float *g, const float *u, int n) {
 
 static const laya_impl F(impl) = {
 	.quantize = F(quantize),
+	.remainder = F(remainder),
 	.dot = {
 		[LK_F32] = F(float), [LK_F16] = F(float), [LK_BF16] = F(float),
 		[LK_Q8_0] = F(q8_0), [LK_Q4_0] = F(q4_0), [LK_Q5_0] = F(q5_0),
