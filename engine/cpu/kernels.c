@@ -292,6 +292,8 @@ static laya_impl impl_c = {
 
 static const laya_impl *impl = &impl_c;
 
+const laya_impl *laya_portable(void) { return &impl_c; }
+
 int laya_init(int force) {
 	const laya_impl *best = &impl_c;
 	int level = 0;

@@ -1,6 +1,6 @@
 // Kernels of the CPU backend: activation quantization, quantized matrix products, attention and
-// element-wise ops. Portable C in kernels.c; x86 SIMD variants in kernels_amd64.c, chosen at run
-// time by laya_init. Go calls each function once per matmul or per range of rows.
+// element-wise ops. Portable C in kernels.c; x86 SIMD variants in kernels_amd64.c and NEON ones
+// in kernels_arm64.c, chosen at run time by laya_init. Go calls each function once per matmul or per range of rows.
 #ifndef LAYA_KERNELS_H
 #define LAYA_KERNELS_H
 
@@ -35,7 +35,7 @@ typedef struct {
 } lw;
 
 // laya_init picks the best implementation for this CPU; force >= 0 selects one (0 portable,
-// 1 AVX2, 2 AVX-512 VNNI) when available, so tests can compare them. Returns the one chosen.
+// 1 AVX2 or NEON, 2 AVX-512 VNNI or NEON dotprod) when available, so tests can compare them. Returns the one chosen.
 int laya_init(int force);
 
 // laya_quant_perm reports whether kind wants its activations in Affine-4 nibble order.

@@ -42,9 +42,14 @@ typedef struct {
 	void (*silu_mul)(float *dst, const float *gate, const float *up, int n);
 } laya_impl;
 
-// laya_simd returns the SIMD implementation of a level (1 AVX2+FMA+F16C, 2 AVX-512 VNNI on top)
-// when this build and CPU have it, else NULL.
+// laya_simd returns the SIMD implementation of a level when this build and CPU have it, else
+// NULL: on amd64 1 is AVX2+FMA+F16C and 2 AVX-512 VNNI on top, on arm64 1 is NEON and 2 NEON
+// with the dotprod extension.
 const laya_impl *laya_simd(int level);
+
+// laya_portable returns the portable implementation, whose kernels a SIMD level keeps for the
+// slots it does not fill.
+const laya_impl *laya_portable(void);
 
 float laya_half(uint16_t h);
 float laya_companion(const uint8_t *p, int sdt, long i);

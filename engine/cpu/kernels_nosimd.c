@@ -1,4 +1,4 @@
-//go:build !amd64
+//go:build !amd64 && !arm64
 
 // Architectures without a SIMD variant yet run the portable kernels, which gcc and clang
 // auto-vectorize at -O3.

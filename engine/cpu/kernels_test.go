@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"unsafe"
 )
@@ -22,7 +23,30 @@ func levels(t *testing.T) []int {
 		}
 	}
 	useSIMD(-1)
+	names := make([]string, len(ls))
+	for i, l := range ls {
+		names[i] = fmt.Sprintf("%d (%s)", l, levelName(l))
+	}
+	t.Logf("%s: kernel levels %v", runtime.GOARCH, names)
 	return ls
+}
+
+// levelName names a kernel level (see simdLevel) on this architecture.
+func levelName(level int) string {
+	if level == 0 {
+		return "portable C"
+	}
+	switch {
+	case runtime.GOARCH == "amd64" && level == 1:
+		return "AVX2"
+	case runtime.GOARCH == "amd64" && level == 2:
+		return "AVX-512 VNNI"
+	case runtime.GOARCH == "arm64" && level == 1:
+		return "NEON"
+	case runtime.GOARCH == "arm64" && level == 2:
+		return "NEON dotprod"
+	}
+	return fmt.Sprintf("level %d", level)
 }
 
 // TestQuantizeMatchesSpec checks every level's activation quantization against the definition:

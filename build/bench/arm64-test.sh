@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs the CPU backend's tests as an arm64 Linux binary under qemu, twice: on a CPU model with the
+# dotprod extension (-cpu max: levels portable, NEON, NEON dotprod) and on one without it
+# (-cpu cortex-a57: portable and plain NEON), and checks from the test log that the NEON levels
+# ran. qemu measures correctness only, never speed. Installs the cross compiler and qemu with apt
+# when they are missing.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export PATH="/usr/local/go/bin:$PATH"
+
+if ! command -v aarch64-linux-gnu-gcc >/dev/null || ! command -v qemu-aarch64 >/dev/null ||
+	[ ! -d /usr/aarch64-linux-gnu/lib ]; then
+	sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo=sudo
+	$sudo apt-get update
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends \
+		gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+fi
+
+bin=$(mktemp -d)/cpu-arm64.test
+trap 'rm -rf "$(dirname "$bin")"' EXIT
+CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC=aarch64-linux-gnu-gcc go test -c -o "$bin" ./engine/cpu
+
+# run CPU WANT runs the tests on qemu's CPU model and requires the level list WANT in the log.
+run() {
+	local log
+	log=$(dirname "$bin")/$1.log
+	echo "== qemu-aarch64 -cpu $1"
+	if ! (cd engine/cpu && qemu-aarch64 -L /usr/aarch64-linux-gnu -cpu "$1" "$bin" -test.count=1 -test.v) >"$log" 2>&1; then
+		grep -v '^=== RUN' "$log" | tail -40
+		echo "arm64 tests failed on -cpu $1" >&2
+		return 1
+	fi
+	if ! grep -qF "kernel levels $2" "$log"; then
+		grep -m1 'kernel levels' "$log" || true
+		echo "-cpu $1: expected kernel levels $2" >&2
+		return 1
+	fi
+	grep -m1 'kernel levels' "$log"
+	tail -1 "$log"
+}
+run max '[0 (portable C) 1 (NEON) 2 (NEON dotprod)]'
+run cortex-a57 '[0 (portable C) 1 (NEON)]'

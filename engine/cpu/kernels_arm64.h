@@ -1,0 +1,286 @@
+// NEON kernels, included by kernels_arm64.c once per level with F() naming the functions and
+// DOTPROD set when signed 8-bit dot products can use sdot (vdotq_s32). No include guard on
+// purpose. Integer block sums are exact and equal the portable ones; only the float
+// accumulation order differs from kernels.c.
+
+#define INLINE static inline __attribute__((always_inline))
+
+// dot32 adds the 32 products w[i]*x[i] of one block (w as two 16-code halves, each code in
+// [-128, 127], x in [-127, 127]) into the four lanes of acc.
+INLINE int32x4_t F(dot32)(int32x4_t acc, int8x16_t w0, int8x16_t w1, const int8_t *x) {
+	int8x16_t x0 = vld1q_s8(x), x1 = vld1q_s8(x + 16);
+#if DOTPROD
+	return vdotq_s32(vdotq_s32(acc, w0, x0), w1, x1);
+#else
+	// Each product is at most 128*127 in magnitude, so it fits int16 and the pairwise
+	// accumulation into int32 is exact.
+	acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(w0), vget_low_s8(x0)));
+	acc = vpadalq_s16(acc, vmull_high_s8(w0, x0));
+	acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(w1), vget_low_s8(x1)));
+	return vpadalq_s16(acc, vmull_high_s8(w1, x1));
+#endif
+}
+
+static inline float F(half)(const uint8_t *p) {
+	__fp16 h;
+	memcpy(&h, p, 2);
+	return (float)h;
+}
+
+// comp reads element i of an Affine scales or biases tensor.
+INLINE float F(comp)(const uint8_t *p, int sdt, long i) {
+	if (sdt == LS_F16) return F(half)(p + 2 * i);
+	if (sdt == LS_BF16) {
+		uint16_t h;
+		memcpy(&h, p + 2 * i, 2);
+		uint32_t bits = (uint32_t)h << 16;
+		float f;
+		memcpy(&f, &bits, 4);
+		return f;
+	}
+	float f;
+	memcpy(&f, p + 4 * i, 4);
+	return f;
+}
+
+// nib splits the 16 code bytes of a Q4_0 or 4-bit Affine block into its low nibbles (block
+// elements 0-15 of the activations: Q4_0's first half, Affine's even codes in permuted order)
+// and high nibbles (elements 16-31). Q4_0 (aff = 0) codes come out less their zero point 8, as
+// signed values in [-8, 7]: its offset then stays inside the exact integer sum, as in the
+// portable kernel, instead of a float correction that cancels most of the block's sum.
+INLINE void F(nib)(const uint8_t *p, int aff, int8x16_t *lo, int8x16_t *hi) {
+	uint8x16_t v = vld1q_u8(p);
+	*lo = vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(15)));
+	*hi = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
+	if (!aff) {
+		*lo = vsubq_s8(*lo, vdupq_n_s8(8));
+		*hi = vsubq_s8(*hi, vdupq_n_s8(8));
+	}
+}
+
+// scalebias returns block b's weight scale and, for Affine, its group's bias (w = s*q + z).
+INLINE void F(scalebias)(const lw *w, const uint8_t *p, int b, int aff, int sdt, int sh, long g0, float *s, float *z) {
+	if (aff) {
+		long g = g0 + (b >> sh);
+		*s = F(comp)(w->sc, sdt, g);
+		*z = F(comp)(w->bi, sdt, g);
+	} else {
+		*s = F(half)(p + 18 * b);
+		*z = 0;
+	}
+}
+
+// nib_n runs one Q4_0 (aff = 0) or 4-bit Affine (aff = 1) weight row against nx (1..LAYA_NX)
+// activation rows xs blocks apart: each block's codes are decoded once for all rows. The Affine
+// bias multiplies each activation block's ds = d*sum(q).
+INLINE void F(nib_n)(const lw *w, int row, const void *xv, long xs, int nx, float *out, int aff, int sdt) {
+	const uint8_t *p = w->w + row * w->rowbytes;
+	const lq8 *x = (const lq8 *)xv;
+	int nb = w->cols / 32, sh = 0;
+	long g0 = 0;
+	if (aff) {
+		while ((32 << sh) < w->group) sh++; // groups are 32 << sh elements
+		g0 = (long)row * (w->cols / w->group);
+	}
+	float32x4_t acc[LAYA_NX];
+	float corr[LAYA_NX];
+	for (int r = 0; r < nx; r++) {
+		acc[r] = vdupq_n_f32(0);
+		corr[r] = 0;
+	}
+	for (int b = 0; b < nb; b++) {
+		// Rows are contiguous, so reading a fixed distance ahead keeps the stream from memory
+		// ahead of the decode.
+		__builtin_prefetch((const char *)p + (aff ? 16 : 18) * b + LAYA_PF);
+		float s, z;
+		F(scalebias)(w, p, b, aff, sdt, sh, g0, &s, &z);
+		int8x16_t lo, hi;
+		F(nib)(aff ? p + 16 * b : p + 18 * b + 2, aff, &lo, &hi);
+		for (int r = 0; r < nx; r++) {
+			const lq8 *xb = x + r * xs + b;
+			int32x4_t t = F(dot32)(vdupq_n_s32(0), lo, hi, xb->q);
+			acc[r] = vfmaq_n_f32(acc[r], vcvtq_f32_s32(t), s * xb->d);
+			if (aff) corr[r] += z * xb->ds;
+		}
+	}
+	for (int r = 0; r < nx; r++) out[r] = vaddvq_f32(acc[r]) + corr[r];
+}
+
+// q8_n runs one Q8_0 weight row against nx activation rows.
+INLINE void F(q8_n)(const lw *w, int row, const void *xv, long xs, int nx, float *out) {
+	const uint8_t *p = w->w + row * w->rowbytes;
+	const lq8 *x = (const lq8 *)xv;
+	int nb = w->cols / 32;
+	float32x4_t acc[LAYA_NX];
+	for (int r = 0; r < nx; r++) acc[r] = vdupq_n_f32(0);
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *blk = p + 34 * b;
+		__builtin_prefetch((const char *)blk + LAYA_PF);
+		float d = F(half)(blk);
+		int8x16_t w0 = vld1q_s8((const int8_t *)blk + 2), w1 = vld1q_s8((const int8_t *)blk + 18);
+		for (int r = 0; r < nx; r++) {
+			const lq8 *xb = x + r * xs + b;
+			int32x4_t t = F(dot32)(vdupq_n_s32(0), w0, w1, xb->q);
+			acc[r] = vfmaq_n_f32(acc[r], vcvtq_f32_s32(t), d * xb->d);
+		}
+	}
+	for (int r = 0; r < nx; r++) out[r] = vaddvq_f32(acc[r]);
+}
+
+// DISPATCH calls an always-inlined kernel with a constant row count so its per-row accumulators
+// stay in registers.
+#define DISPATCH(name, impl)                                                                \
+	static void F(name)(const lw *w, int row, const void *x, long xs, int nx, float *out) { \
+		switch (nx) {                                                                       \
+		case 1: F(impl)(w, row, x, xs, 1, out); break;                                      \
+		case 2: F(impl)(w, row, x, xs, 2, out); break;                                      \
+		case 3: F(impl)(w, row, x, xs, 3, out); break;                                      \
+		default: F(impl)(w, row, x, xs, 4, out); break;                                     \
+		}                                                                                   \
+	}
+
+DISPATCH(q8_0, q8_n)
+
+INLINE void F(q4_0_n)(const lw *w, int row, const void *x, long xs, int nx, float *out) {
+	F(nib_n)(w, row, x, xs, nx, out, 0, 0);
+}
+DISPATCH(q4_0, q4_0_n)
+
+// aff4_s fixes the scale dtype at compile time too: the conversion sits in the block loop.
+INLINE void F(aff4_s)(const lw *w, int row, const void *x, long xs, int nx, float *out) {
+	switch (w->sdt) {
+	case LS_F16: F(nib_n)(w, row, x, xs, nx, out, 1, LS_F16); break;
+	case LS_BF16: F(nib_n)(w, row, x, xs, nx, out, 1, LS_BF16); break;
+	default: F(nib_n)(w, row, x, xs, nx, out, 1, LS_F32); break;
+	}
+}
+DISPATCH(aff4, aff4_s)
+
+// pair_n runs one Q4_0 or 4-bit Affine row against one residual pair (main row x, remainder row
+// x + xs). The remainder's scale is exactly the main one's / 254 (see laya_quantize), so per
+// block the exact integer 254*dot(q, m) + dot(q, r) takes the remainder's scale alone: a pair
+// costs a second integer dot product per block but no more float work than one row. A block's
+// total is at most 32*15*127*255 < 2^24 in magnitude (Q4_0's codes less 8 are smaller still),
+// so it converts to float exactly.
+INLINE void F(pair_n)(const lw *w, int row, const lq8 *x, long xs, float *out, int aff, int sdt) {
+	const uint8_t *p = w->w + row * w->rowbytes;
+	const lq8 *xr = x + xs;
+	int nb = w->cols / 32, sh = 0;
+	long g0 = 0;
+	if (aff) {
+		while ((32 << sh) < w->group) sh++;
+		g0 = (long)row * (w->cols / w->group);
+	}
+	float32x4_t acc = vdupq_n_f32(0);
+	float corr = 0;
+	for (int b = 0; b < nb; b++) {
+		__builtin_prefetch((const char *)p + (aff ? 16 : 18) * b + LAYA_PF);
+		float s, z;
+		F(scalebias)(w, p, b, aff, sdt, sh, g0, &s, &z);
+		int8x16_t lo, hi;
+		F(nib)(aff ? p + 16 * b : p + 18 * b + 2, aff, &lo, &hi);
+		int32x4_t m = F(dot32)(vdupq_n_s32(0), lo, hi, x[b].q);
+		int32x4_t t = vmlaq_n_s32(F(dot32)(vdupq_n_s32(0), lo, hi, xr[b].q), m, 254);
+		acc = vfmaq_n_f32(acc, vcvtq_f32_s32(t), s * xr[b].d);
+		if (aff) corr += z * (x[b].ds + xr[b].ds);
+	}
+	*out = vaddvq_f32(acc) + corr;
+}
+
+static void F(vecpair_q4_0)(const lw *w, int row, const lq8 *x, long xs, const float *xt, const int8_t *x8, float *out) {
+	(void)xt;
+	(void)x8;
+	F(pair_n)(w, row, x, xs, out, 0, 0);
+}
+
+static void F(vecpair_aff4)(const lw *w, int row, const lq8 *x, long xs, const float *xt, const int8_t *x8, float *out) {
+	(void)xt;
+	(void)x8;
+	switch (w->sdt) {
+	case LS_F16: F(pair_n)(w, row, x, xs, out, 1, LS_F16); break;
+	case LS_BF16: F(pair_n)(w, row, x, xs, out, 1, LS_BF16); break;
+	default: F(pair_n)(w, row, x, xs, out, 1, LS_F32); break;
+	}
+}
+
+#if DOTPROD
+// tile8 runs one Q4_0 (aff = 0) or 4-bit Affine (aff = 1) weight row against 8 activation rows
+// r0..r0+7 held interleaved (x8, see laya_quantize): per block, the 4 codes of each group k are
+// one 32-bit lane of the decoded codes, which sdot by lane multiplies with the same 4 elements of
+// rows 0-3 and 4-7 at once, so two vectors collect the block's sums for all 8 rows and are scaled
+// once by the weight scale times the rows' scales (xt). Writes 8 outputs.
+INLINE void F(tile8_n)(const lw *w, int row, const int8_t *x8, const float *xt, int nrows, int r0, float *out, int aff, int sdt) {
+	const uint8_t *p = w->w + (long)row * w->rowbytes;
+	int nb = w->cols / 32, sh = 0;
+	long g0 = 0;
+	if (aff) {
+		while ((32 << sh) < w->group) sh++;
+		g0 = (long)row * (w->cols / w->group);
+	}
+	const int8_t *xb = x8 + (long)(r0 / 8) * nb * 256;
+	const float *xd = xt + r0, *xds = xt + (long)nb * nrows + r0;
+	float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0), corr0 = vdupq_n_f32(0), corr1 = vdupq_n_f32(0);
+	for (int b = 0; b < nb; b++, xb += 256) {
+		float s, z;
+		F(scalebias)(w, p, b, aff, sdt, sh, g0, &s, &z);
+		int8x16_t lo, hi;
+		F(nib)(aff ? p + 16 * b : p + 18 * b + 2, aff, &lo, &hi);
+		int32x4_t t0 = vdupq_n_s32(0), t1 = vdupq_n_s32(0);
+#define GROUP(k, v, lane)                                           \
+	t0 = vdotq_laneq_s32(t0, vld1q_s8(xb + 32 * (k)), v, lane);      \
+	t1 = vdotq_laneq_s32(t1, vld1q_s8(xb + 32 * (k) + 16), v, lane)
+		GROUP(0, lo, 0);
+		GROUP(1, lo, 1);
+		GROUP(2, lo, 2);
+		GROUP(3, lo, 3);
+		GROUP(4, hi, 0);
+		GROUP(5, hi, 1);
+		GROUP(6, hi, 2);
+		GROUP(7, hi, 3);
+#undef GROUP
+		const float *d = xd + (long)b * nrows;
+		acc0 = vfmaq_f32(acc0, vcvtq_f32_s32(t0), vmulq_n_f32(vld1q_f32(d), s));
+		acc1 = vfmaq_f32(acc1, vcvtq_f32_s32(t1), vmulq_n_f32(vld1q_f32(d + 4), s));
+		if (aff) {
+			const float *ds = xds + (long)b * nrows;
+			corr0 = vfmaq_n_f32(corr0, vld1q_f32(ds), z);
+			corr1 = vfmaq_n_f32(corr1, vld1q_f32(ds + 4), z);
+		}
+	}
+	vst1q_f32(out, vaddq_f32(acc0, corr0));
+	vst1q_f32(out + 4, vaddq_f32(acc1, corr1));
+}
+
+// tile8 entries: laya_matmul asks for nw (1 or 2) weight rows, 8 outputs each.
+static void F(tile8_q4_0)(const lw *w, int row, int nw, const int8_t *x8, const float *xt, int nrows, int r0, float *out) {
+	for (int v = 0; v < nw; v++) F(tile8_n)(w, row + v, x8, xt, nrows, r0, out + 8 * v, 0, 0);
+}
+
+static void F(tile8_aff4)(const lw *w, int row, int nw, const int8_t *x8, const float *xt, int nrows, int r0, float *out) {
+	for (int v = 0; v < nw; v++) {
+		switch (w->sdt) {
+		case LS_F16: F(tile8_n)(w, row + v, x8, xt, nrows, r0, out + 8 * v, 1, LS_F16); break;
+		case LS_BF16: F(tile8_n)(w, row + v, x8, xt, nrows, r0, out + 8 * v, 1, LS_BF16); break;
+		default: F(tile8_n)(w, row + v, x8, xt, nrows, r0, out + 8 * v, 1, LS_F32); break;
+		}
+	}
+}
+#endif
+
+// fill copies the portable table into dst and puts this level's kernels in their slots.
+static void F(fill)(laya_impl *dst, const laya_impl *portable) {
+	*dst = *portable;
+	dst->dot[LK_Q8_0] = F(q8_0);
+	dst->dot[LK_Q4_0] = F(q4_0);
+	dst->dot[LK_AFF4] = F(aff4);
+	dst->vecpair[LK_Q4_0] = F(vecpair_q4_0);
+	dst->vecpair[LK_AFF4] = F(vecpair_aff4);
+#if DOTPROD
+	// Prefill's 8-row tiles need sdot by lane; plain NEON runs prefill through dot.
+	dst->tile8[LK_Q4_0] = F(tile8_q4_0);
+	dst->tile8[LK_AFF4] = F(tile8_aff4);
+#endif
+}
+
+#undef DISPATCH
+#undef INLINE
