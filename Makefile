@@ -4,7 +4,7 @@
 GO      ?= go
 BIN     := bin/laya
 
-.PHONY: all build demo test test-go test-vscode bench app check-darwin clean
+.PHONY: all build demo test test-go test-vscode test-arm64 bench app check-darwin clean
 
 all: build
 
@@ -22,6 +22,11 @@ test-go:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
 	CGO_ENABLED=0 $(GO) test -count=1 ./engine/cpu/
+
+# The CPU backend's NEON kernels as an arm64 binary under qemu (installs the cross toolchain and
+# qemu-user with apt when missing); CI runs it after `make test`.
+test-arm64:
+	bash build/bench/arm64-test.sh
 
 test-vscode:
 	cd editors/vscode && npm ci --no-audit --no-fund && npm test
