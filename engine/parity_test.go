@@ -100,10 +100,7 @@ func checkRefCase(t *testing.T, dir string, c refCase, dequantize bool) {
 func TestParityFixtures(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("..", "testdata", "models", "*", "reference.json"))
 	if len(files) == 0 {
-		if _, err := os.Stat(filepath.Join("..", "testdata", "models")); err == nil {
-			t.Fatal("testdata/models exists but holds no */reference.json")
-		}
-		t.Skip("no parity fixtures: testdata/models is absent")
+		t.Fatal("no parity fixtures: testdata/models/*/reference.json is missing")
 	}
 	for _, f := range files {
 		dir := filepath.Dir(f)
@@ -122,7 +119,7 @@ func TestParityFixtures(t *testing.T) {
 func TestParityFixturesDequantized(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("..", "testdata", "models", "*", "reference.json"))
 	if len(files) == 0 {
-		t.Skip("no parity fixtures: testdata/models is absent")
+		t.Fatal("no parity fixtures: testdata/models/*/reference.json is missing")
 	}
 	for _, f := range files {
 		dir := filepath.Dir(f)
@@ -161,7 +158,7 @@ var bundledDir = filepath.Join("..", "assets", "models", "laya-code")
 func TestBundledModelReference(t *testing.T) {
 	f := filepath.Join(bundledDir, "reference.json")
 	if _, err := os.Stat(f); err != nil {
-		t.Skipf("bundled model has no reference.json yet: %v", err)
+		t.Fatalf("bundled model has no reference.json: %v", err)
 	}
 	for i, c := range readRefFile(t, f).Cases {
 		t.Run(strconv.Itoa(i), func(t *testing.T) { checkRefCase(t, bundledDir, c, false) })
@@ -176,7 +173,7 @@ func TestBundledModelEval(t *testing.T) {
 	}
 	b, err := os.ReadFile(filepath.Join(bundledDir, "eval.json"))
 	if err != nil {
-		t.Skipf("bundled model has no eval.json yet: %v", err)
+		t.Fatalf("bundled model has no eval.json: %v", err)
 	}
 	var want struct {
 		Window, Tokens int

@@ -213,7 +213,7 @@ func TestOpenProbeFixtures(t *testing.T) {
 	root := "../testdata/models"
 	ggufs, _ := filepath.Glob(root + "/*/*.gguf")
 	if len(ggufs) == 0 {
-		t.Skip("no parity fixtures in testdata/models")
+		t.Fatal("no parity fixtures in testdata/models")
 	}
 	archOf := map[string]string{"llama": "llama", "llama3": "llama", "qwen2": "qwen2"}
 	found := Discover(Locations{Laya: root}, OpenProbe)

@@ -99,7 +99,7 @@ func TestFixtures(t *testing.T) {
 	bundled, _ := filepath.Glob(filepath.Join(bundledRoot, "*", "reference.json"))
 	models = append(models, bundled...)
 	if len(models) == 0 {
-		t.Skip("no parity fixtures in " + fixtureRoot)
+		t.Fatal("no parity fixtures in " + fixtureRoot)
 	}
 	for _, refPath := range models {
 		dir := filepath.Dir(refPath)
@@ -375,7 +375,7 @@ func dequantSpec(t *testing.T, tt *tensor.Tensor) []float64 {
 func TestFixtureQuantizedWeights(t *testing.T) {
 	refs, _ := filepath.Glob(filepath.Join(fixtureRoot, "*", "hf"))
 	if len(refs) == 0 {
-		t.Skip("no parity fixtures in " + fixtureRoot)
+		t.Fatal("no parity fixtures in " + fixtureRoot)
 	}
 	for _, hfDir := range refs {
 		hf, err := Open(hfDir)
