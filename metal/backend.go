@@ -90,24 +90,10 @@ type kvCache struct {
 	id    uint64
 	shape backend.AttnShape
 	k, v  Buf
-	lens  []int
+	backend.LayerLens
 }
 
 func (c *kvCache) Shape() backend.AttnShape { return c.shape }
-
-// Len reports the last layer's length, which a step fills last.
-func (c *kvCache) Len() int {
-	if len(c.lens) == 0 {
-		return 0
-	}
-	return c.lens[len(c.lens)-1]
-}
-
-func (c *kvCache) Truncate(n int) {
-	for i := range c.lens {
-		c.lens[i] = max(min(c.lens[i], n), 0)
-	}
-}
 
 const initialUpload = 64 << 10
 
@@ -317,7 +303,7 @@ func (b *Backend) NewKVCache(s backend.AttnShape) backend.KVCache {
 		c.shape = backend.AttnShape{}
 		return c
 	}
-	c.lens = make([]int, s.Layers)
+	c.LayerLens = make([]int, s.Layers)
 	runtime.AddCleanup(c, b.drop, [2]Buf{c.k, c.v})
 	return c
 }
@@ -534,7 +520,7 @@ func (b *Backend) recordRope(c *call, write bool) {
 // Attention records the cache write of k and v and causal attention of q over the cache.
 func (b *Backend) Attention(out, q, k, v backend.Buffer, cache backend.KVCache, layer, pos, rows int) {
 	c, ok := cache.(*kvCache)
-	if !ok || c == nil || c.lens == nil {
+	if !ok || c == nil || c.LayerLens == nil {
 		b.fail(fmt.Errorf("metal: attention: cache %T does not belong to the metal backend", cache))
 		return
 	}
@@ -543,8 +529,8 @@ func (b *Backend) Attention(out, q, k, v backend.Buffer, cache backend.KVCache, 
 		b.fail(fmt.Errorf("metal: attention: layer %d of a %d-layer cache", layer, s.Layers))
 		return
 	}
-	if rows <= 0 || pos < 0 || pos+rows > s.Context || pos > c.lens[layer] {
-		b.fail(fmt.Errorf("metal: attention: layer %d positions [%d, %d) with %d cached of context %d", layer, pos, pos+rows, c.lens[layer], s.Context))
+	if rows <= 0 || pos < 0 || pos+rows > s.Context || pos > c.LayerLens[layer] {
+		b.fail(fmt.Errorf("metal: attention: layer %d positions [%d, %d) with %d cached of context %d", layer, pos, pos+rows, c.LayerLens[layer], s.Context))
 		return
 	}
 	qw, kvw := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
@@ -555,7 +541,7 @@ func (b *Backend) Attention(out, q, k, v backend.Buffer, cache backend.KVCache, 
 	if !ok1 || !ok2 || !ok3 || !ok4 {
 		return
 	}
-	c.lens[layer] = pos + rows
+	c.LayerLens[layer] = pos + rows
 	layerOff := uint64(layer) * uint64(s.Context) * uint64(kvw) * 4
 	b.emit(call{op: callOp{kind: callAttention, args: [6]Arg{oa, qa, ka, va, {c.k, layerOff}, {c.v, layerOff}},
 		rows: rows, heads: s.Heads, kvHeads: s.KVHeads, headDim: s.HeadDim, cache: c.id}, pos: pos})

@@ -84,3 +84,22 @@ type Backend interface {
 	// Close releases the backend's resources.
 	Close() error
 }
+
+// LayerLens counts the positions each layer of a KV cache holds. Backends embed it in their
+// caches for the Len and Truncate of KVCache.
+type LayerLens []int
+
+// Len reports the last layer's length, which a step fills last.
+func (l LayerLens) Len() int {
+	if len(l) == 0 {
+		return 0
+	}
+	return l[len(l)-1]
+}
+
+// Truncate drops positions >= n in every layer.
+func (l LayerLens) Truncate(n int) {
+	for i := range l {
+		l[i] = max(min(l[i], n), 0)
+	}
+}

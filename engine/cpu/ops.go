@@ -126,24 +126,10 @@ func (c *cpuBackend) Rope(x backend.Buffer, rows, heads, pos int, rope *backend.
 type kvCache struct {
 	shape backend.AttnShape
 	k, v  [][]float32
-	lens  []int
+	backend.LayerLens
 }
 
 func (k *kvCache) Shape() backend.AttnShape { return k.shape }
-
-// Len reports the last layer's length, which a step fills last.
-func (k *kvCache) Len() int {
-	if len(k.lens) == 0 {
-		return 0
-	}
-	return k.lens[len(k.lens)-1]
-}
-
-func (k *kvCache) Truncate(n int) {
-	for i := range k.lens {
-		k.lens[i] = max(min(k.lens[i], n), 0)
-	}
-}
 
 func (c *cpuBackend) NewKVCache(s backend.AttnShape) backend.KVCache {
 	kc := &kvCache{shape: s}
@@ -153,7 +139,7 @@ func (c *cpuBackend) NewKVCache(s backend.AttnShape) backend.KVCache {
 		return kc
 	}
 	w := s.KVHeads * s.HeadDim
-	kc.k, kc.v, kc.lens = make([][]float32, s.Layers), make([][]float32, s.Layers), make([]int, s.Layers)
+	kc.k, kc.v, kc.LayerLens = make([][]float32, s.Layers), make([][]float32, s.Layers), make([]int, s.Layers)
 	for l := range s.Layers {
 		kc.k[l] = make([]float32, s.Context*w)
 		kc.v[l] = make([]float32, s.Context*w)
@@ -183,8 +169,8 @@ func (c *cpuBackend) Attention(out, q, k, v backend.Buffer, cache backend.KVCach
 		c.fail(fmt.Errorf("cpu: attention: layer %d of a %d-layer cache", layer, s.Layers))
 		return
 	}
-	if rows < 0 || pos < 0 || pos+rows > s.Context || pos > kc.lens[layer] {
-		c.fail(fmt.Errorf("cpu: attention: layer %d positions [%d, %d) with %d cached of context %d", layer, pos, pos+rows, kc.lens[layer], s.Context))
+	if rows < 0 || pos < 0 || pos+rows > s.Context || pos > kc.LayerLens[layer] {
+		c.fail(fmt.Errorf("cpu: attention: layer %d positions [%d, %d) with %d cached of context %d", layer, pos, pos+rows, kc.LayerLens[layer], s.Context))
 		return
 	}
 	qw, kvw := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
@@ -197,7 +183,7 @@ func (c *cpuBackend) Attention(out, q, k, v backend.Buffer, cache backend.KVCach
 	}
 	copy(kc.k[layer][pos*kvw:], kd)
 	copy(kc.v[layer][pos*kvw:], vd)
-	kc.lens[layer] = pos + rows
+	kc.LayerLens[layer] = pos + rows
 	j := &c.attn
 	for w := range j.scores {
 		if len(j.scores[w]) < s.Context {
