@@ -4,6 +4,7 @@
 #include "kernels.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels_impl.h"
@@ -364,6 +365,20 @@ static inline void laya_store(float *dst, long ldd, int o, int r, int n, const f
 	}
 }
 
+// laya_store_tile is laya_store for the n outputs of nw weight rows from o on (out holds n
+// values per weight row): each activation row's nw outputs are adjacent in dst, so writing them
+// together touches one cache line where laya_store row by row would touch nw lines per row.
+static inline void laya_store_tile(float *dst, long ldd, int o, int nw, int r, int n, const float *out, const float *bias, int pairs) {
+	if (!pairs) {
+		for (int i = 0; i < n; i++)
+			for (int v = 0; v < nw; v++) dst[(long)(r + i) * ldd + o + v] = out[n * v + i] + (bias ? bias[o + v] : 0);
+		return;
+	}
+	for (int i = 0; i < n; i += 2) // r and n are even
+		for (int v = 0; v < nw; v++)
+			dst[(long)((r + i) / 2) * ldd + o + v] = out[n * v + i] + out[n * v + i + 1] + (bias ? bias[o + v] : 0);
+}
+
 void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *wp, const uint8_t *sc,
 	const uint8_t *bi, int sdt, int group, int r0, int r1, const void *x, const float *xt,
 	const int8_t *x8, long xstride, int nx, int pairs, float *dst, long ldd, const float *bias) {
@@ -384,6 +399,48 @@ void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *wp,
 		for (int o = r0; o < r1; o++) {
 			impl->vecpair[kind](w, o, (const lq8 *)x, xstride, xt, x8, dst + o);
 			if (bias) dst[o] += bias[o];
+		}
+		return;
+	}
+	if (x8 && nx >= 16 && impl->decode[kind]) {
+		// Each group of 4 weight rows is decoded once into a per-thread buffer, then runs
+		// against every 16 or 32 activation rows.
+		static __thread uint8_t *dec;
+		static __thread long deccap;
+		int nb = cols / 32;
+		long need = 4L * nb * (32 + 2 * sizeof(float));
+		if (need > deccap) {
+			free(dec);
+			dec = malloc(need);
+			deccap = dec ? need : 0;
+			if (!dec) abort();
+		}
+		uint8_t *codes = dec;
+		float *scale = (float *)(dec + 4L * nb * 32), *zero = scale + 4L * nb, wt[4 * 32];
+		for (int o = r0; o < r1;) {
+			int nw = r1 - o < 4 ? r1 - o : 4, r = 0;
+			impl->decode[kind](w, o, nw, codes, scale, zero);
+			while (r + 16 <= nx) {
+				int nt = r + 32 <= nx ? 2 : 1;
+				impl->wide(codes, scale, zero, impl->zk[kind], nw, nb, x8, xt, nx, r, nt, wt);
+				laya_store_tile(dst, ldd, o, nw, r, 16 * nt, wt, bias, pairs);
+				r += 16 * nt;
+			}
+			for (int v = 0; v < nw; v++) { // fewer than 16 rows left
+				float b = bias ? bias[o + v] : 0;
+				int rr = r;
+				if (t8 && rr + 8 <= nx) {
+					t8(w, o + v, 1, x8, xt, nx, rr, tmp);
+					laya_store(dst, ldd, o + v, rr, 8, tmp, b, pairs);
+					rr += 8;
+				}
+				for (; rr < nx; rr += LAYA_NX) {
+					int n = nx - rr < LAYA_NX ? nx - rr : LAYA_NX;
+					f(w, o + v, (const char *)x + rr * xstride * step, xstride, n, tmp);
+					laya_store(dst, ldd, o + v, rr, n, tmp, b, pairs);
+				}
+			}
+			o += nw;
 		}
 		return;
 	}

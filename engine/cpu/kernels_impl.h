@@ -33,6 +33,14 @@ typedef struct {
 	// with 8 rows in one vector the float scaling runs once per block instead of once per row,
 	// which is what bounds prefill; 16 rows share each decoded weight block twice as often.
 	laya_tile8fn tile8[LK_NKINDS], tile16[LK_NKINDS];
+	// decode writes nw weight rows as unsigned codes with a scale and zero per block, which
+	// wide (512-bit, up to 4 weight rows against 16 or 32 activation rows) runs for every kind
+	// that has a decoder; zk[kind] != 0 says its zeros are zk*scale. Where present, they run
+	// before the 8- and 16-row tiles.
+	void (*decode[LK_NKINDS])(const lw *w, int row, int nw, uint8_t *codes, float *scale, float *zero);
+	float zk[LK_NKINDS];
+	void (*wide)(const uint8_t *codes, const float *scale, const float *zero, float zk, int nw, int nb,
+		const int8_t *x8, const float *xt, int nrows, int r0, int nt, float *out);
 	// vec holds single-row kernels that scale eight blocks at once (decode), where present;
 	// vecpair the same for one residual pair.
 	laya_vecfn vec[LK_NKINDS];

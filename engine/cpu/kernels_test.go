@@ -163,7 +163,7 @@ func TestResidualQuantization(t *testing.T) {
 }
 
 // TestKernelsAgree runs every dtype through every kernel level with odd row counts, activation
-// row counts around the 4-, 8- and 16-row tiles, 1..3 threads, and with the kernels that need
+// row counts around the 4-, 8-, 16- and 32-row tiles, 1..3 threads, and with the kernels that need
 // transposed scales (8-block decode, 8- and 16-row prefill) on and off. Levels share the activation quantization
 // and their integer block sums are exact, so they may differ only by float summation order;
 // all must stay within the quantization bound of the float64 reference.
@@ -185,7 +185,7 @@ func TestKernelsAgree(t *testing.T) {
 		out := 37
 		w := randTensor(r, wc, out, cols)
 		wd := dequant(t, w)
-		for _, nx := range []int{1, 2, 5, 9, 16, 25} {
+		for _, nx := range []int{1, 2, 5, 9, 16, 25, 40, 61} {
 			x := randVec(r, nx*cols)
 			want, mag := refMatMul(wd, x, nil, nx)
 			qerrs := map[bool][]float64{

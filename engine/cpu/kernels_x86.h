@@ -491,6 +491,177 @@ TILES(16)
 #undef TILES
 #undef TILE2
 
+#if VNNI
+// The decoders write nw weight rows as 32 unsigned codes per block (in the order of their
+// activations) with a float scale and zero per block, w = scale*code + zero; kinds whose zero
+// is a fixed multiple of the scale (laya_impl.zk) leave zero unwritten.
+static void F(decode_q4_0)(const lw *w, int row, int nw, uint8_t *codes, float *scale, float *zero) {
+	int nb = w->cols / 32;
+	for (int v = 0; v < nw; v++) {
+		const uint8_t *p = w->w + (long)(row + v) * w->rowbytes;
+		for (int b = 0; b < nb; b++, codes += 32) {
+			scale[v * nb + b] = F(half)(p + 18 * b);
+			_mm256_storeu_si256((__m256i *)codes, F(nib32)(p + 18 * b + 2));
+		}
+	}
+	(void)zero;
+}
+
+static void F(decode_q8_0)(const lw *w, int row, int nw, uint8_t *codes, float *scale, float *zero) {
+	int nb = w->cols / 32;
+	for (int v = 0; v < nw; v++) {
+		const uint8_t *p = w->w + (long)(row + v) * w->rowbytes;
+		for (int b = 0; b < nb; b++, codes += 32) {
+			scale[v * nb + b] = F(half)(p + 34 * b);
+			// q + 128 as an unsigned byte; the zero is -128*scale.
+			_mm256_storeu_si256((__m256i *)codes, _mm256_xor_si256(LOADU(p + 34 * b + 2), _mm256_set1_epi8((char)0x80)));
+		}
+	}
+	(void)zero;
+}
+
+static void F(decode_q5_0)(const lw *w, int row, int nw, uint8_t *codes, float *scale, float *zero) {
+	int nb = w->cols / 32;
+	const __m256i bitsel = _mm256_set1_epi64x(0x8040201008040201LL);
+	const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+		2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+	for (int v = 0; v < nw; v++) {
+		const uint8_t *p = w->w + (long)(row + v) * w->rowbytes;
+		for (int b = 0; b < nb; b++, codes += 32) {
+			const uint8_t *blk = p + 22 * b;
+			uint32_t qh;
+			memcpy(&qh, blk + 2, 4);
+			__m256i hb = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), spread);
+			hb = _mm256_cmpeq_epi8(_mm256_and_si256(hb, bitsel), bitsel);
+			scale[v * nb + b] = F(half)(blk);
+			_mm256_storeu_si256((__m256i *)codes,
+				_mm256_or_si256(F(nib32)(blk + 6), _mm256_and_si256(hb, _mm256_set1_epi8(0x10))));
+		}
+	}
+	(void)zero;
+}
+
+// decode_k handles Q4_K and Q5_K: sub-block j of a super-block has scale d*s_j and zero -dmin*m_j.
+static void F(decode_k)(const lw *w, int row, int nw, uint8_t *codes, float *scale, float *zero) {
+	int five = w->kind == LK_Q5_K, bsize = five ? 176 : 144, nsb = w->cols / 256, nb = w->cols / 32;
+	const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+	for (int v = 0; v < nw; v++) {
+		const uint8_t *p = w->w + (long)(row + v) * w->rowbytes;
+		for (int sb = 0; sb < nsb; sb++) {
+			const uint8_t *blk = p + bsize * sb, *qs = blk + (five ? 48 : 16);
+			float d = F(half)(blk), dmin = F(half)(blk + 2);
+			__m256i qh = five ? LOADU(blk + 16) : _mm256_setzero_si256();
+			for (int j = 0; j < 8; j++) {
+				int sc, m;
+				F(scale_min)(blk + 4, j, &sc, &m);
+				scale[v * nb + 8 * sb + j] = d * (float)sc;
+				zero[v * nb + 8 * sb + j] = -dmin * (float)m;
+			}
+			for (int g = 0; g < 4; g++, codes += 64) {
+				__m256i x = LOADU(qs + 32 * g);
+				__m256i lo = _mm256_and_si256(x, m4), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
+				if (five) {
+					lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g)), one), 4));
+					hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g + 1)), one), 4));
+				}
+				_mm256_storeu_si256((__m256i *)codes, lo);
+				_mm256_storeu_si256((__m256i *)(codes + 32), hi);
+			}
+		}
+	}
+}
+
+// decode_aff handles 4- and 8-bit Affine rows (4-bit codes in nibble order, see laya_quantize).
+static void F(decode_aff)(const lw *w, int row, int nw, uint8_t *codes, float *scale, float *zero) {
+	int nb = w->cols / 32, sh = 0, four = w->kind == LK_AFF4;
+	long ng = w->cols / w->group;
+	while ((32 << sh) < w->group) sh++;
+	for (int v = 0; v < nw; v++) {
+		const uint8_t *p = w->w + (long)(row + v) * w->rowbytes;
+		for (int b = 0; b < nb; b++, codes += 32) {
+			long g = (long)(row + v) * ng + (b >> sh);
+			scale[v * nb + b] = F(comp)(w->sc, w->sdt, g);
+			zero[v * nb + b] = F(comp)(w->bi, w->sdt, g);
+			_mm256_storeu_si256((__m256i *)codes, four ? F(nib32)(p + 16 * b) : LOADU(p + 32 * b));
+		}
+	}
+}
+
+// wide runs nw (1..4) decoded weight rows (codes, scale and zero as the decoders write them, nb
+// blocks per row) against nt*16 activation rows (nt = 1 or 2) in 512-bit vectors, each vector
+// holding two 8-row tiles of x8: every group of 4 codes is broadcast from memory and multiplied
+// with the same 4 elements of 16 rows at once. Four weight rows share each activation load and
+// eight accumulators hide vpdpbusd's latency, so the loop is bound by the dot products. With
+// zk != 0 every zero is zk*scale (Q4_0: -8), which saves a multiply-add per block. out receives
+// nt*16 values per weight row.
+INLINE void F(wide_n)(const uint8_t *codes, const float *scale, const float *zero, int nb, const int8_t *x8, const float *xt, int nrows, int r0, float *out, int nw, int nt, float zk) {
+	const float *xd = xt + r0, *xds = xt + (long)nb * nrows + r0;
+	const int8_t *xb = x8 + (long)(r0 / 8) * nb * 256;
+	const long ts = (long)nb * 256; // bytes from one 8-row tile to the next
+	const int32_t *cw = (const int32_t *)codes;
+	__m512 acc[4][2];
+	for (int v = 0; v < nw; v++)
+		for (int u = 0; u < nt; u++) acc[v][u] = _mm512_setzero_ps();
+	for (int b = 0; b < nb; b++, xb += 256) {
+		__m512i s[4][2];
+		for (int v = 0; v < nw; v++)
+			for (int u = 0; u < nt; u++) s[v][u] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+		for (int k = 0; k < 8; k++) {
+			__m512i xv[2];
+			for (int u = 0; u < nt; u++)
+				xv[u] = _mm512_inserti64x4(_mm512_castsi256_si512(LOADU(xb + 2 * u * ts + 32 * k)),
+					LOADU(xb + (2 * u + 1) * ts + 32 * k), 1);
+			for (int v = 0; v < nw; v++) {
+				__m512i c = _mm512_set1_epi32(cw[((long)v * nb + b) * 8 + k]);
+				for (int u = 0; u < nt; u++) s[v][u] = _mm512_dpbusd_epi32(s[v][u], c, xv[u]);
+			}
+		}
+		for (int u = 0; u < nt; u++) {
+			__m512 d = _mm512_loadu_ps(xd + (long)b * nrows + 16 * u), ds = _mm512_loadu_ps(xds + (long)b * nrows + 16 * u);
+			if (zk != 0) {
+				// The block's dot is scale*(d_x*sum(code*q_x) + zk*ds_x).
+				__m512 zd = _mm512_mul_ps(ds, _mm512_set1_ps(zk));
+				for (int v = 0; v < nw; v++)
+					acc[v][u] = _mm512_fmadd_ps(_mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s[v][u]), zd),
+						_mm512_set1_ps(scale[v * nb + b]), acc[v][u]);
+			} else {
+				for (int v = 0; v < nw; v++) {
+					__m512 t = _mm512_mul_ps(d, _mm512_cvtepi32_ps(s[v][u]));
+					acc[v][u] = _mm512_fmadd_ps(ds, _mm512_set1_ps(zero[v * nb + b]),
+						_mm512_fmadd_ps(t, _mm512_set1_ps(scale[v * nb + b]), acc[v][u]));
+				}
+			}
+		}
+	}
+	for (int v = 0; v < nw; v++)
+		for (int u = 0; u < nt; u++) _mm512_storeu_ps(out + 16 * (nt * v + u), acc[v][u]);
+}
+
+// WIDE4 expands a wide call for nw = 1..4 weight rows with everything else constant.
+#define WIDE4(nt, prop)                                                                                \
+	do {                                                                                               \
+		switch (nw) {                                                                                  \
+		case 4: F(wide_n)(codes, scale, zero, nb, x8, xt, nrows, r0, out, 4, nt, prop ? zk : 0); break; \
+		case 3: F(wide_n)(codes, scale, zero, nb, x8, xt, nrows, r0, out, 3, nt, prop ? zk : 0); break; \
+		case 2: F(wide_n)(codes, scale, zero, nb, x8, xt, nrows, r0, out, 2, nt, prop ? zk : 0); break; \
+		default: F(wide_n)(codes, scale, zero, nb, x8, xt, nrows, r0, out, 1, nt, prop ? zk : 0); break; \
+		}                                                                                              \
+	} while (0)
+
+static void F(wide)(const uint8_t *codes, const float *scale, const float *zero, float zk, int nw, int nb,
+	const int8_t *x8, const float *xt, int nrows, int r0, int nt, float *out) {
+	if (nt == 2) {
+		if (zk != 0) WIDE4(2, 1);
+		else WIDE4(2, 0);
+	} else {
+		if (zk != 0) WIDE4(1, 1);
+		else WIDE4(1, 0);
+	}
+}
+#undef WIDE4
+#endif
+
 // pairdot is the exact integer 254*dot(q, m) + dot(q, r) of one block's 4-bit codes q against a
 // residual pair's main codes m and remainder codes r (whose scale is the main one's / 254, see
 // laya_quantize), in 8 lanes. A block's total is at most 32*15*127*255 < 2^24 in magnitude, so it
@@ -790,6 +961,14 @@ static const laya_impl F(impl) = {
 	},
 	.tile8 = {[LK_Q4_0] = F(tile8_q4_0), [LK_AFF4] = F(tile8_aff4)},
 	.tile16 = {[LK_Q4_0] = F(tile16_q4_0), [LK_AFF4] = F(tile16_aff4)},
+#if VNNI
+	.decode = {
+		[LK_Q4_0] = F(decode_q4_0), [LK_Q8_0] = F(decode_q8_0), [LK_Q5_0] = F(decode_q5_0),
+		[LK_Q4_K] = F(decode_k), [LK_Q5_K] = F(decode_k), [LK_AFF4] = F(decode_aff), [LK_AFF8] = F(decode_aff),
+	},
+	.zk = {[LK_Q4_0] = -8, [LK_Q8_0] = -128, [LK_Q5_0] = -16},
+	.wide = F(wide),
+#endif
 	.vec = {[LK_Q4_0] = F(vec_q4_0), [LK_AFF4] = F(vec_aff4)},
 	.vecpair = {[LK_Q4_0] = F(vecpair_q4_0), [LK_AFF4] = F(vecpair_aff4)},
 	.attention = F(attention),
