@@ -1,7 +1,7 @@
 package cpu
 
 import (
-	"sync"
+	"runtime"
 	"sync/atomic"
 )
 
@@ -11,32 +11,63 @@ type job interface {
 	run(w, lo, hi int)
 }
 
-// pool is a fixed set of goroutines that live as long as the backend, so a matmul costs a channel
-// send per worker instead of goroutine creation. The calling goroutine works as worker 0.
-// Workers take chunks from a shared counter: on a machine shared with other programs a worker
-// that gets descheduled does less of the work instead of holding everyone up.
+// spinRounds is how many times an idle worker polls for the next job before it sleeps. A decode
+// step dispatches a few hundred matmuls with microseconds of serial work between them, so a
+// worker that just finished is usually needed again within a few microseconds: polling meets it
+// there, where sleeping would cost an OS wake-up per matmul.
+const spinRounds = 1 << 14
+
+// pool is a fixed set of goroutines that live as long as the backend. The calling goroutine works
+// as worker 0. A job is published by bumping seq; idle workers poll it for a while, then sleep on
+// their wake channel. Workers take chunks from a shared counter: on a machine shared with other
+// programs a worker that gets descheduled does less of the work instead of holding everyone up.
 type pool struct {
 	threads int
-	start   []chan job
-	done    sync.WaitGroup
+	seq     atomic.Uint64
+	cur     job
+	pending atomic.Int32 // workers that have not finished cur
 	next    atomic.Int64
 	n       int64
 	chunk   int64
+	closed  atomic.Bool
+	asleep  []atomic.Bool
+	wake    []chan struct{}
 }
 
 func newPool(threads int) *pool {
-	p := &pool{threads: threads, start: make([]chan job, threads)}
+	p := &pool{threads: threads, asleep: make([]atomic.Bool, threads), wake: make([]chan struct{}, threads)}
 	for w := 1; w < threads; w++ {
-		p.start[w] = make(chan job, 1)
+		p.wake[w] = make(chan struct{}, 1)
 		go p.worker(w)
 	}
 	return p
 }
 
 func (p *pool) worker(w int) {
-	for j := range p.start[w] {
-		p.drain(j, w)
-		p.done.Done()
+	var seen uint64
+	for {
+		s := p.seq.Load()
+		for i := 0; s == seen && i < spinRounds; i++ {
+			s = p.seq.Load()
+		}
+		if s == seen {
+			// Announce sleep before the last look at seq: parallel bumps seq before it looks at
+			// asleep, so one of the two sees the other and no job goes unnoticed.
+			p.asleep[w].Store(true)
+			if s = p.seq.Load(); s == seen {
+				<-p.wake[w]
+			}
+			p.asleep[w].Store(false)
+			continue
+		}
+		seen = s
+		if p.closed.Load() {
+			return
+		}
+		// Every worker takes part in every job (one with nothing left to take returns at
+		// once), so each acknowledges each seq exactly once.
+		p.drain(p.cur, w)
+		p.pending.Add(-1)
 	}
 }
 
@@ -60,18 +91,34 @@ func (p *pool) parallel(j job, n, chunk int) {
 		}
 		return
 	}
+	p.cur = j
 	p.n, p.chunk = int64(n), int64(chunk)
 	p.next.Store(0)
-	p.done.Add(workers - 1)
-	for w := 1; w < workers; w++ {
-		p.start[w] <- j
-	}
+	p.pending.Store(int32(p.threads - 1))
+	p.publish()
 	p.drain(j, 0)
-	p.done.Wait()
+	for i := 0; p.pending.Load() != 0; i++ {
+		if i >= spinRounds {
+			runtime.Gosched() // a worker was descheduled: let it run
+		}
+	}
+	p.cur = nil
+}
+
+// publish bumps seq and wakes the workers that went to sleep.
+func (p *pool) publish() {
+	p.seq.Add(1)
+	for w := 1; w < p.threads; w++ {
+		if p.asleep[w].Load() {
+			select {
+			case p.wake[w] <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 func (p *pool) close() {
-	for w := 1; w < p.threads; w++ {
-		close(p.start[w])
-	}
+	p.closed.Store(true)
+	p.publish()
 }
