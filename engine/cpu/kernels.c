@@ -343,8 +343,8 @@ void laya_quantize(const float *x, int rows, int cols, lq8 *out, int perm, int r
 			xt[(long)b * qrows + r] = q->d;
 			xt[(long)(nb + b) * qrows + r] = q->ds;
 			if (x8 && r < qrows / 8 * 8) {
-				int8_t *t = x8 + ((long)(r / 8) * nb + b) * 256 + 4 * (r % 8);
-				for (int k = 0; k < 8; k++) memcpy(t + 32 * k, q->q + 4 * k, 4);
+				int8_t *t = x8 + ((long)(r / 16) * nb + b) * 512 + 4 * (r % 16);
+				for (int k = 0; k < 8; k++) memcpy(t + 64 * k, q->q + 4 * k, 4);
 			}
 		}
 	}

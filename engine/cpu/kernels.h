@@ -50,8 +50,10 @@ int laya_quant_perm(int kind);
 // integers. Below, qrows is rows, or 2*rows with resid.
 // When xt is not NULL it also writes the block scales transposed, xt[b*qrows + r] = d and
 // xt[(nb + b)*qrows + r] = ds of block row r's block b, and when x8 is not NULL the codes of each
-// full group of 8 block rows interleaved (qrows/8*cols*8 bytes): for tile t, block b and 4-code
-// group k, 32 bytes hold group k of rows 8t..8t+7 in turn; the 8- and 16-row kernels read them.
+// full group of 8 block rows interleaved by tiles of 16 rows ((qrows/8 + 1)/2*16*cols bytes): for
+// tile t, block b and 4-code group k, the 64 bytes at (t*nb + b)*512 + 64*k hold group k of rows
+// 16t..16t+15 in turn (the second half unused when only 8 rows are left). One 512-bit load takes
+// 16 rows, a 256-bit one 8; the tile kernels read them.
 // With fewer than 8 block rows, x8 (qrows*cols bytes) instead holds each row's codes by pairs of
 // blocks b, b+1 (b even, both present): 16 first codes of b, of b+1, then the 16 last codes of b,
 // of b+1, for the 8-block decode kernels.

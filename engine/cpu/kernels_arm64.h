@@ -217,18 +217,18 @@ INLINE void F(tile8_n)(const lw *w, int row, const int8_t *x8, const float *xt, 
 		while ((32 << sh) < w->group) sh++;
 		g0 = (long)row * (w->cols / w->group);
 	}
-	const int8_t *xb = x8 + (long)(r0 / 8) * nb * 256;
+	const int8_t *xb = x8 + (long)(r0 / 16) * nb * 512 + 32 * ((r0 / 8) & 1);
 	const float *xd = xt + r0, *xds = xt + (long)nb * nrows + r0;
 	float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0), corr0 = vdupq_n_f32(0), corr1 = vdupq_n_f32(0);
-	for (int b = 0; b < nb; b++, xb += 256) {
+	for (int b = 0; b < nb; b++, xb += 512) {
 		float s, z;
 		F(scalebias)(w, p, b, aff, sdt, sh, g0, &s, &z);
 		int8x16_t lo, hi;
 		F(nib)(aff ? p + 16 * b : p + 18 * b + 2, aff, &lo, &hi);
 		int32x4_t t0 = vdupq_n_s32(0), t1 = vdupq_n_s32(0);
 #define GROUP(k, v, lane)                                           \
-	t0 = vdotq_laneq_s32(t0, vld1q_s8(xb + 32 * (k)), v, lane);      \
-	t1 = vdotq_laneq_s32(t1, vld1q_s8(xb + 32 * (k) + 16), v, lane)
+	t0 = vdotq_laneq_s32(t0, vld1q_s8(xb + 64 * (k)), v, lane);      \
+	t1 = vdotq_laneq_s32(t1, vld1q_s8(xb + 64 * (k) + 16), v, lane)
 		GROUP(0, lo, 0);
 		GROUP(1, lo, 1);
 		GROUP(2, lo, 2);

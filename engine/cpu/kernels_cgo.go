@@ -83,7 +83,7 @@ func kindPermutes(kind int) bool { return C.laya_quant_perm(C.int(kind)) != 0 }
 
 // quantize fills q (qrows*cols/32 blocks of lq8Size bytes, as uint32 words; qrows is rows, or
 // 2*rows with residual pairs, see kernels.h) from x, and, when they are not empty, xt
-// (2*qrows*cols/32 floats) and x8 (qrows/8*8*cols bytes, or qrows*cols below 8 rows; only with
+// (2*qrows*cols/32 floats) and x8 ((qrows/8+1)/2*16*cols bytes, or qrows*cols below 8 rows; only with
 // xt) with the transposed scales and rearranged codes the 8-block and 8-row kernels read.
 // scratch holds cols floats.
 func quantize(x []float32, rows, cols int, q []uint32, perm, resid bool, scratch, xt []float32, x8 []int8) {

@@ -415,13 +415,14 @@ INLINE void F(tile_n)(const lw *w, int row, const int8_t *x8, const float *xt, i
 		ng = w->cols / w->group;
 	}
 	const float *xd = xt + r0, *xds = xt + (long)nb * nrows + r0;
-	const int8_t *xb = x8 + (long)(r0 / 8) * nb * 256;
-	const long tstride = (long)nb * 256; // bytes from one 8-row tile to the next
+	// 8-row tile u starts at row r0 + 8u: its 16-row tile, then its half of that.
+	const int8_t *xu[2];
+	for (int u = 0; u < nt; u++) xu[u] = x8 + (long)((r0 + 8 * u) / 16) * nb * 512 + 32 * (((r0 + 8 * u) / 8) & 1);
 	__m256 acc[2][2], corr[2][2];
 	for (int v = 0; v < nw; v++)
 		for (int u = 0; u < nt; u++) acc[v][u] = corr[v][u] = _mm256_setzero_ps();
 	uint32_t codes[2][8] __attribute__((aligned(32)));
-	for (int b = 0; b < nb; b++, xb += 256) {
+	for (int b = 0; b < nb; b++) {
 		__m256 sv[2], zv[2];
 		for (int v = 0; v < nw; v++) {
 			const uint8_t *p = w->w + (long)(row + v) * w->rowbytes;
@@ -445,7 +446,7 @@ INLINE void F(tile_n)(const lw *w, int row, const int8_t *x8, const float *xt, i
 			for (int u = 0; u < nt; u++) s[v][u][0] = s[v][u][1] = _mm256_setzero_si256();
 		for (int k = 0; k < 8; k++) {
 			for (int u = 0; u < nt; u++) {
-				__m256i xv = LOADU(xb + u * tstride + 32 * k);
+				__m256i xv = LOADU(xu[u] + (long)b * 512 + 64 * k);
 				for (int v = 0; v < nw; v++) {
 					__m256i c = _mm256_set1_epi32((int)codes[v][k]);
 #if VNNI
@@ -596,13 +597,13 @@ static void F(decode_aff)(const lw *w, int row, int nw, uint8_t *codes, float *s
 // nt*16 values per weight row.
 INLINE void F(wide_n)(const uint8_t *codes, const float *scale, const float *zero, int nb, const int8_t *x8, const float *xt, int nrows, int r0, float *out, int nw, int nt, float zk) {
 	const float *xd = xt + r0, *xds = xt + (long)nb * nrows + r0;
-	const int8_t *xb = x8 + (long)(r0 / 8) * nb * 256;
-	const long ts = (long)nb * 256; // bytes from one 8-row tile to the next
+	const int8_t *xb = x8 + (long)(r0 / 16) * nb * 512;
+	const long ts = (long)nb * 512; // bytes from one 16-row tile to the next
 	const int32_t *cw = (const int32_t *)codes;
 	__m512 acc[4][2];
 	for (int v = 0; v < nw; v++)
 		for (int u = 0; u < nt; u++) acc[v][u] = _mm512_setzero_ps();
-	for (int b = 0; b < nb; b++, xb += 256) {
+	for (int b = 0; b < nb; b++, xb += 512) {
 		__m512i s[4][2];
 		for (int v = 0; v < nw; v++)
 			for (int u = 0; u < nt; u++) s[v][u] = _mm512_setzero_si512();
@@ -610,8 +611,7 @@ INLINE void F(wide_n)(const uint8_t *codes, const float *scale, const float *zer
 		for (int k = 0; k < 8; k++) {
 			__m512i xv[2];
 			for (int u = 0; u < nt; u++)
-				xv[u] = _mm512_inserti64x4(_mm512_castsi256_si512(LOADU(xb + 2 * u * ts + 32 * k)),
-					LOADU(xb + (2 * u + 1) * ts + 32 * k), 1);
+				xv[u] = _mm512_loadu_si512(xb + u * ts + 64 * k);
 			for (int v = 0; v < nw; v++) {
 				__m512i c = _mm512_set1_epi32(cw[((long)v * nb + b) * 8 + k]);
 				for (int u = 0; u < nt; u++) s[v][u] = _mm512_dpbusd_epi32(s[v][u], c, xv[u]);

@@ -52,7 +52,7 @@ type matmulJob struct {
 	bias   []float32
 	rows   int
 	// xq holds x quantized to lq8 blocks for the quantized kernels; xt their scales transposed
-	// and x8 their codes interleaved by 8 rows (for full groups of 8 rows), or by block pairs
+	// and x8 their codes interleaved by 16 rows (for full groups of 8 rows), or by block pairs
 	// below 8 rows, for the kernels that scale 8 blocks or 8 rows at once.
 	xq []uint32
 	xt []float32
@@ -118,7 +118,7 @@ func (c *cpuBackend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows 
 		j.xq = j.xq[:n]
 		j.xt, j.x8 = j.xt[:0], j.x8[:0]
 		if tile8 {
-			nt, n8 := 2*j.qrows*m.cols/32, j.qrows/8*8*m.cols
+			nt, n8 := 2*j.qrows*m.cols/32, (j.qrows/8+1)/2*16*m.cols
 			if j.qrows < 8 { // codes by block pairs for the decode kernels
 				n8 = j.qrows * m.cols
 			}
