@@ -407,7 +407,7 @@ void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *wp,
 		// against every 16 or 32 activation rows.
 		static __thread uint8_t *dec;
 		static __thread long deccap;
-		int nb = cols / 32;
+		int nb = cols / 32, small = kind == LK_Q4_0 || kind == LK_Q4_K || kind == LK_AFF4;
 		long need = 4L * nb * (32 + 2 * sizeof(float));
 		if (need > deccap) {
 			free(dec);
@@ -422,7 +422,7 @@ void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *wp,
 			impl->decode[kind](w, o, nw, codes, scale, zero);
 			while (r + 16 <= nx) {
 				int nt = r + 32 <= nx ? 2 : 1;
-				impl->wide(codes, scale, zero, impl->zk[kind], nw, nb, x8, xt, nx, r, nt, wt);
+				impl->wide(codes, scale, zero, impl->zk[kind], small, nw, nb, x8, xt, nx, r, nt, wt);
 				laya_store_tile(dst, ldd, o, nw, r, 16 * nt, wt, bias, pairs);
 				r += 16 * nt;
 			}

@@ -492,7 +492,6 @@ TILES(16)
 #undef TILES
 #undef TILE2
 
-#if VNNI
 // The decoders write nw weight rows as 32 unsigned codes per block (in the order of their
 // activations) with a float scale and zero per block, w = scale*code + zero; kinds whose zero
 // is a fixed multiple of the scale (laya_impl.zk) leave zero unwritten.
@@ -588,6 +587,7 @@ static void F(decode_aff)(const lw *w, int row, int nw, uint8_t *codes, float *s
 	}
 }
 
+#if VNNI
 // wide runs nw (1..4) decoded weight rows (codes, scale and zero as the decoders write them, nb
 // blocks per row) against nt*16 activation rows (nt = 1 or 2) in 512-bit vectors, each vector
 // holding two 8-row tiles of x8: every group of 4 codes is broadcast from memory and multiplied
@@ -649,8 +649,9 @@ INLINE void F(wide_n)(const uint8_t *codes, const float *scale, const float *zer
 		}                                                                                              \
 	} while (0)
 
-static void F(wide)(const uint8_t *codes, const float *scale, const float *zero, float zk, int nw, int nb,
+static void F(wide)(const uint8_t *codes, const float *scale, const float *zero, float zk, int small, int nw, int nb,
 	const int8_t *x8, const float *xt, int nrows, int r0, int nt, float *out) {
+	(void)small; // vpdpbusd widens every product
 	if (nt == 2) {
 		if (zk != 0) WIDE4(2, 1);
 		else WIDE4(2, 0);
@@ -660,6 +661,75 @@ static void F(wide)(const uint8_t *codes, const float *scale, const float *zero,
 	}
 }
 #undef WIDE4
+#else
+// wide2 is wide for 256-bit vectors: nw (1 or 2) decoded weight rows against the 16 activation
+// rows r0..r0+15 (two 8-row halves of one x8 tile). With small (all codes below 16) a block's
+// 16-bit product pairs add up without overflow (8 groups * 2 * 15 * 127 < 2^15), so they widen
+// to 32 bits once per block instead of once per group. out receives 16 values per weight row.
+INLINE void F(wide2_n)(const uint8_t *codes, const float *scale, const float *zero, int nb, const int8_t *x8, const float *xt, int nrows, int r0, float *out, int nw, float zk, int small) {
+	const float *xd = xt + r0, *xds = xt + (long)nb * nrows + r0;
+	const int8_t *xb = x8 + (long)(r0 / 16) * nb * 512;
+	const int32_t *cw = (const int32_t *)codes;
+	const __m256i ones = _mm256_set1_epi16(1);
+	__m256 acc[2][2];
+	for (int v = 0; v < nw; v++) acc[v][0] = acc[v][1] = _mm256_setzero_ps();
+	for (int b = 0; b < nb; b++, xb += 512) {
+		__m256i s[2][2];
+		for (int v = 0; v < nw; v++) s[v][0] = s[v][1] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+		for (int k = 0; k < 8; k++) {
+			__m256i x0 = LOADU(xb + 64 * k), x1 = LOADU(xb + 64 * k + 32);
+			for (int v = 0; v < nw; v++) {
+				__m256i c = _mm256_set1_epi32(cw[((long)v * nb + b) * 8 + k]);
+				__m256i p0 = _mm256_maddubs_epi16(c, x0), p1 = _mm256_maddubs_epi16(c, x1);
+				if (small) {
+					s[v][0] = _mm256_add_epi16(s[v][0], p0);
+					s[v][1] = _mm256_add_epi16(s[v][1], p1);
+				} else {
+					s[v][0] = _mm256_add_epi32(s[v][0], _mm256_madd_epi16(p0, ones));
+					s[v][1] = _mm256_add_epi32(s[v][1], _mm256_madd_epi16(p1, ones));
+				}
+			}
+		}
+		for (int u = 0; u < 2; u++) {
+			__m256 d = _mm256_loadu_ps(xd + (long)b * nrows + 8 * u), ds = _mm256_loadu_ps(xds + (long)b * nrows + 8 * u);
+			__m256 zd = _mm256_mul_ps(ds, _mm256_set1_ps(zk));
+			for (int v = 0; v < nw; v++) {
+				__m256i t = small ? _mm256_madd_epi16(s[v][u], ones) : s[v][u];
+				__m256 sv = _mm256_set1_ps(scale[v * nb + b]);
+				if (zk != 0) {
+					acc[v][u] = _mm256_fmadd_ps(_mm256_fmadd_ps(d, _mm256_cvtepi32_ps(t), zd), sv, acc[v][u]);
+				} else {
+					__m256 f = _mm256_mul_ps(d, _mm256_cvtepi32_ps(t));
+					acc[v][u] = _mm256_fmadd_ps(ds, _mm256_set1_ps(zero[v * nb + b]), _mm256_fmadd_ps(f, sv, acc[v][u]));
+				}
+			}
+		}
+	}
+	for (int v = 0; v < nw; v++)
+		for (int u = 0; u < 2; u++) _mm256_storeu_ps(out + 16 * v + 8 * u, acc[v][u]);
+}
+
+// wide splits its nw (1..4) rows by nt*16 activation rows into calls of wide2_n, which keeps
+// its accumulators within the sixteen 256-bit registers.
+static void F(wide)(const uint8_t *codes, const float *scale, const float *zero, float zk, int small, int nw, int nb,
+	const int8_t *x8, const float *xt, int nrows, int r0, int nt, float *out) {
+	float tmp[2 * 16];
+#define WIDE2(n, zk, small) F(wide2_n)(c, sc, z, nb, x8, xt, nrows, r0 + 16 * u, tmp, n, zk, small)
+	for (int v = 0; v < nw; v += 2) {
+		int n = nw - v < 2 ? 1 : 2;
+		const uint8_t *c = codes + (long)v * nb * 32;
+		const float *sc = scale + (long)v * nb, *z = zero + (long)v * nb;
+		for (int u = 0; u < nt; u++) {
+			if (zk != 0 && small) n == 2 ? WIDE2(2, zk, 1) : WIDE2(1, zk, 1);
+			else if (zk != 0) n == 2 ? WIDE2(2, zk, 0) : WIDE2(1, zk, 0);
+			else if (small) n == 2 ? WIDE2(2, 0, 1) : WIDE2(1, 0, 1);
+			else n == 2 ? WIDE2(2, 0, 0) : WIDE2(1, 0, 0);
+			for (int j = 0; j < n; j++) memcpy(out + (long)(v + j) * nt * 16 + 16 * u, tmp + 16 * j, 16 * sizeof(float));
+		}
+	}
+#undef WIDE2
+}
 #endif
 
 // pairdot is the exact integer 254*dot(q, m) + dot(q, r) of one block's 4-bit codes q against a
@@ -961,14 +1031,15 @@ static const laya_impl F(impl) = {
 	},
 	.tile8 = {[LK_Q4_0] = F(tile8_q4_0), [LK_AFF4] = F(tile8_aff4)},
 	.tile16 = {[LK_Q4_0] = F(tile16_q4_0), [LK_AFF4] = F(tile16_aff4)},
-#if VNNI
 	.decode = {
-		[LK_Q4_0] = F(decode_q4_0), [LK_Q8_0] = F(decode_q8_0), [LK_Q5_0] = F(decode_q5_0),
-		[LK_Q4_K] = F(decode_k), [LK_Q5_K] = F(decode_k), [LK_AFF4] = F(decode_aff), [LK_AFF8] = F(decode_aff),
+		[LK_Q4_0] = F(decode_q4_0), [LK_Q5_0] = F(decode_q5_0), [LK_Q4_K] = F(decode_k), [LK_Q5_K] = F(decode_k),
+		[LK_AFF4] = F(decode_aff),
+#if VNNI // 8-bit codes would saturate vpmaddubsw's 16-bit pair sums
+		[LK_Q8_0] = F(decode_q8_0), [LK_AFF8] = F(decode_aff),
+#endif
 	},
 	.zk = {[LK_Q4_0] = -8, [LK_Q8_0] = -128, [LK_Q5_0] = -16},
 	.wide = F(wide),
-#endif
 	.vec = {[LK_Q4_0] = F(vec_q4_0), [LK_AFF4] = F(vec_aff4)},
 	.vecpair = {[LK_Q4_0] = F(vecpair_q4_0), [LK_AFF4] = F(vecpair_aff4)},
 	.attention = F(attention),
