@@ -417,14 +417,20 @@ void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *wp,
 		}
 		uint8_t *codes = dec;
 		float *scale = (float *)(dec + 4L * nb * 32), *zero = scale + 4L * nb, wt[4 * 32];
+		// Q6_K's scales cover 16 codes: its decoder writes each row as two virtual rows, one
+		// per half of every block (the other half's codes at the zero point), whose outputs add.
+		int vf = kind == LK_Q6_K ? 2 : 1;
 		for (int o = r0; o < r1;) {
-			int nw = r1 - o < 4 ? r1 - o : 4, r = 0;
+			int nw = r1 - o < 4 / vf ? r1 - o : 4 / vf, r = 0;
 			impl->decode[kind](w, o, nw, codes, scale, zero);
 			while (r + 16 <= nx) {
-				int nt = r + 32 <= nx ? 2 : 1;
-				impl->wide(codes, scale, zero, impl->zk[kind], small, nw, nb, x8, xt, nx, r, nt, wt);
-				laya_store_tile(dst, ldd, o, nw, r, 16 * nt, wt, bias, pairs);
-				r += 16 * nt;
+				int nt = r + 32 <= nx ? 2 : 1, n = 16 * nt;
+				impl->wide(codes, scale, zero, impl->zk[kind], small, nw * vf, nb, x8, xt, nx, r, nt, wt);
+				if (vf == 2) // fold each virtual pair into its row's slot
+					for (int v = 0; v < nw; v++)
+						for (int i = 0; i < n; i++) wt[n * v + i] = wt[n * 2 * v + i] + wt[n * (2 * v + 1) + i];
+				laya_store_tile(dst, ldd, o, nw, r, n, wt, bias, pairs);
+				r += n;
 			}
 			for (int v = 0; v < nw; v++) { // fewer than 16 rows left
 				float b = bias ? bias[o + v] : 0;

@@ -571,6 +571,39 @@ static void F(decode_k)(const lw *w, int row, int nw, uint8_t *codes, float *sca
 	}
 }
 
+// decode_q6k writes each of nw (1 or 2) Q6_K rows as two virtual rows (see laya_matmul): row
+// 2v holds the first 16 codes of every block with the scale of those 16 and the zero point
+// (32) in place of the last 16, row 2v+1 the other way round; w = scale*(code - 32).
+static void F(decode_q6k)(const lw *w, int row, int nw, uint8_t *codes, float *scale, float *zero) {
+	int nsb = w->cols / 256, nb = w->cols / 32;
+	const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3), z32 = _mm256_set1_epi8(32);
+	const __m256i first = _mm256_setr_epi64x(-1, -1, 0, 0); // bytes 0-15
+	for (int v = 0; v < nw; v++) {
+		const uint8_t *p = w->w + (long)(row + v) * w->rowbytes;
+		uint8_t *c0 = codes + (long)(2 * v) * nb * 32, *c1 = c0 + (long)nb * 32;
+		float *s0 = scale + (long)(2 * v) * nb, *s1 = s0 + nb;
+		for (int sb = 0; sb < nsb; sb++) {
+			const uint8_t *blk = p + 210 * sb;
+			const int8_t *sc = (const int8_t *)blk + 192;
+			float d = F(half)(blk + 208);
+			for (int h = 0; h < 2; h++) {
+				__m256i qh = LOADU(blk + 128 + 32 * h), ql0 = LOADU(blk + 64 * h), ql1 = LOADU(blk + 64 * h + 32);
+				for (int k = 0; k < 4; k++) {
+					int b = 8 * sb + 4 * h + k;
+					__m256i ql = k % 2 ? ql1 : ql0;
+					__m256i lo = k < 2 ? _mm256_and_si256(ql, m4) : _mm256_and_si256(_mm256_srli_epi16(ql, 4), m4);
+					__m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), m2), 4));
+					_mm256_storeu_si256((__m256i *)(c0 + 32 * b), _mm256_blendv_epi8(z32, q, first));
+					_mm256_storeu_si256((__m256i *)(c1 + 32 * b), _mm256_blendv_epi8(q, z32, first));
+					s0[b] = d * (float)sc[8 * h + 2 * k];
+					s1[b] = d * (float)sc[8 * h + 2 * k + 1];
+				}
+			}
+		}
+	}
+	(void)zero;
+}
+
 // decode_aff handles 4- and 8-bit Affine rows (4-bit codes in nibble order, see laya_quantize).
 static void F(decode_aff)(const lw *w, int row, int nw, uint8_t *codes, float *scale, float *zero) {
 	int nb = w->cols / 32, sh = 0, four = w->kind == LK_AFF4;
@@ -1033,12 +1066,12 @@ static const laya_impl F(impl) = {
 	.tile16 = {[LK_Q4_0] = F(tile16_q4_0), [LK_AFF4] = F(tile16_aff4)},
 	.decode = {
 		[LK_Q4_0] = F(decode_q4_0), [LK_Q5_0] = F(decode_q5_0), [LK_Q4_K] = F(decode_k), [LK_Q5_K] = F(decode_k),
-		[LK_AFF4] = F(decode_aff),
+		[LK_Q6_K] = F(decode_q6k), [LK_AFF4] = F(decode_aff),
 #if VNNI // 8-bit codes would saturate vpmaddubsw's 16-bit pair sums
 		[LK_Q8_0] = F(decode_q8_0), [LK_AFF8] = F(decode_aff),
 #endif
 	},
-	.zk = {[LK_Q4_0] = -8, [LK_Q8_0] = -128, [LK_Q5_0] = -16},
+	.zk = {[LK_Q4_0] = -8, [LK_Q8_0] = -128, [LK_Q5_0] = -16, [LK_Q6_K] = -32},
 	.wide = F(wide),
 	.vec = {[LK_Q4_0] = F(vec_q4_0), [LK_AFF4] = F(vec_aff4)},
 	.vecpair = {[LK_Q4_0] = F(vecpair_q4_0), [LK_AFF4] = F(vecpair_aff4)},
