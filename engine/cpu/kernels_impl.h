@@ -39,8 +39,9 @@ typedef struct {
 	// before the 8- and 16-row tiles.
 	void (*decode[LK_NKINDS])(const lw *w, int row, int nw, uint8_t *codes, float *scale, float *zero);
 	float zk[LK_NKINDS];
-	// small: every code is below 16 (4-bit kinds), which lets 16-bit sums go further.
-	void (*wide)(const uint8_t *codes, const float *scale, const float *zero, float zk, int small, int nw, int nb,
+	// small: every code is below 16 (4-bit kinds), which lets 16-bit sums go further; g2: each
+	// even block shares its scale and zero with the next (Affine with groups of 64 or more).
+	void (*wide)(const uint8_t *codes, const float *scale, const float *zero, float zk, int small, int g2, int nw, int nb,
 		const int8_t *x8, const float *xt, int nrows, int r0, int nt, float *out);
 	// vec holds single-row kernels that scale eight blocks at once (decode), where present;
 	// vecpair the same for one residual pair.

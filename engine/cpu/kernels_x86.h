@@ -628,42 +628,45 @@ static void F(decode_aff)(const lw *w, int row, int nw, uint8_t *codes, float *s
 // eight accumulators hide vpdpbusd's latency, so the loop is bound by the dot products. With
 // zk != 0 every zero is zk*scale (Q4_0: -8), which saves a multiply-add per block. out receives
 // nt*16 values per weight row.
-INLINE void F(wide_n)(const uint8_t *codes, const float *scale, const float *zero, int nb, const int8_t *x8, const float *xt, int nrows, int r0, float *out, int nw, int nt, float zk) {
+INLINE void F(wide_n)(const uint8_t *codes, const float *scale, const float *zero, int nb, const int8_t *x8, const float *xt, int nrows, int r0, float *out, int nw, int nt, float zk, int g2) {
 	const float *xd = xt + r0, *xds = xt + (long)nb * nrows + r0;
 	const int8_t *xb = x8 + (long)(r0 / 16) * nb * 512;
 	const long ts = (long)nb * 512; // bytes from one 16-row tile to the next
 	const int32_t *cw = (const int32_t *)codes;
-	__m512 acc[4][2];
+	const int step = g2 ? 2 : 1;
+	__m512 acc[4][2], t[4][2];
 	for (int v = 0; v < nw; v++)
 		for (int u = 0; u < nt; u++) acc[v][u] = _mm512_setzero_ps();
-	for (int b = 0; b < nb; b++, xb += 512) {
-		__m512i s[4][2];
-		for (int v = 0; v < nw; v++)
-			for (int u = 0; u < nt; u++) s[v][u] = _mm512_setzero_si512();
+	for (int b = 0; b < nb; b += step) {
+		for (int j = 0; j < step; j++, xb += 512) {
+			__m512i s[4][2];
+			for (int v = 0; v < nw; v++)
+				for (int u = 0; u < nt; u++) s[v][u] = _mm512_setzero_si512();
 #pragma GCC unroll 8
-		for (int k = 0; k < 8; k++) {
-			__m512i xv[2];
-			for (int u = 0; u < nt; u++)
-				xv[u] = _mm512_loadu_si512(xb + u * ts + 64 * k);
-			for (int v = 0; v < nw; v++) {
-				__m512i c = _mm512_set1_epi32(cw[((long)v * nb + b) * 8 + k]);
-				for (int u = 0; u < nt; u++) s[v][u] = _mm512_dpbusd_epi32(s[v][u], c, xv[u]);
+			for (int k = 0; k < 8; k++) {
+				__m512i xv[2];
+				for (int u = 0; u < nt; u++) xv[u] = _mm512_loadu_si512(xb + u * ts + 64 * k);
+				for (int v = 0; v < nw; v++) {
+					__m512i c = _mm512_set1_epi32(cw[((long)v * nb + b + j) * 8 + k]);
+					for (int u = 0; u < nt; u++) s[v][u] = _mm512_dpbusd_epi32(s[v][u], c, xv[u]);
+				}
+			}
+			// t collects d_x*sum(code*q_x) (plus zk*ds_x when the zero is zk*scale) over the
+			// blocks that share a scale.
+			for (int u = 0; u < nt; u++) {
+				__m512 d = _mm512_loadu_ps(xd + (long)(b + j) * nrows + 16 * u);
+				__m512 z = zk != 0 ? _mm512_mul_ps(_mm512_loadu_ps(xds + (long)(b + j) * nrows + 16 * u), _mm512_set1_ps(zk))
+						   : _mm512_setzero_ps();
+				for (int v = 0; v < nw; v++)
+					t[v][u] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s[v][u]), j ? t[v][u] : z);
 			}
 		}
 		for (int u = 0; u < nt; u++) {
-			__m512 d = _mm512_loadu_ps(xd + (long)b * nrows + 16 * u), ds = _mm512_loadu_ps(xds + (long)b * nrows + 16 * u);
-			if (zk != 0) {
-				// The block's dot is scale*(d_x*sum(code*q_x) + zk*ds_x).
-				__m512 zd = _mm512_mul_ps(ds, _mm512_set1_ps(zk));
-				for (int v = 0; v < nw; v++)
-					acc[v][u] = _mm512_fmadd_ps(_mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s[v][u]), zd),
-						_mm512_set1_ps(scale[v * nb + b]), acc[v][u]);
-			} else {
-				for (int v = 0; v < nw; v++) {
-					__m512 t = _mm512_mul_ps(d, _mm512_cvtepi32_ps(s[v][u]));
-					acc[v][u] = _mm512_fmadd_ps(ds, _mm512_set1_ps(zero[v * nb + b]),
-						_mm512_fmadd_ps(t, _mm512_set1_ps(scale[v * nb + b]), acc[v][u]));
-				}
+			__m512 ds = zk != 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(xds + (long)b * nrows + 16 * u);
+			if (g2) ds = _mm512_add_ps(ds, _mm512_loadu_ps(xds + (long)(b + 1) * nrows + 16 * u));
+			for (int v = 0; v < nw; v++) {
+				acc[v][u] = _mm512_fmadd_ps(t[v][u], _mm512_set1_ps(scale[v * nb + b]), acc[v][u]);
+				if (zk == 0) acc[v][u] = _mm512_fmadd_ps(ds, _mm512_set1_ps(zero[v * nb + b]), acc[v][u]);
 			}
 		}
 	}
@@ -672,25 +675,30 @@ INLINE void F(wide_n)(const uint8_t *codes, const float *scale, const float *zer
 }
 
 // WIDE4 expands a wide call for nw = 1..4 weight rows with everything else constant.
-#define WIDE4(nt, prop)                                                                                \
-	do {                                                                                               \
-		switch (nw) {                                                                                  \
-		case 4: F(wide_n)(codes, scale, zero, nb, x8, xt, nrows, r0, out, 4, nt, prop ? zk : 0); break; \
-		case 3: F(wide_n)(codes, scale, zero, nb, x8, xt, nrows, r0, out, 3, nt, prop ? zk : 0); break; \
-		case 2: F(wide_n)(codes, scale, zero, nb, x8, xt, nrows, r0, out, 2, nt, prop ? zk : 0); break; \
-		default: F(wide_n)(codes, scale, zero, nb, x8, xt, nrows, r0, out, 1, nt, prop ? zk : 0); break; \
-		}                                                                                              \
+#define WIDE4(nt, prop, g2)                                                                                \
+	do {                                                                                                   \
+		switch (nw) {                                                                                      \
+		case 4: F(wide_n)(codes, scale, zero, nb, x8, xt, nrows, r0, out, 4, nt, prop ? zk : 0, g2); break; \
+		case 3: F(wide_n)(codes, scale, zero, nb, x8, xt, nrows, r0, out, 3, nt, prop ? zk : 0, g2); break; \
+		case 2: F(wide_n)(codes, scale, zero, nb, x8, xt, nrows, r0, out, 2, nt, prop ? zk : 0, g2); break; \
+		default: F(wide_n)(codes, scale, zero, nb, x8, xt, nrows, r0, out, 1, nt, prop ? zk : 0, g2); break; \
+		}                                                                                                  \
 	} while (0)
 
-static void F(wide)(const uint8_t *codes, const float *scale, const float *zero, float zk, int small, int nw, int nb,
+// With g2 (only for kinds with their own zeros), blocks b and b+1 (b even) share their scale and
+// zero, so the float work of the two is one multiply-add per row pair.
+static void F(wide)(const uint8_t *codes, const float *scale, const float *zero, float zk, int small, int g2, int nw, int nb,
 	const int8_t *x8, const float *xt, int nrows, int r0, int nt, float *out) {
 	(void)small; // vpdpbusd widens every product
-	if (nt == 2) {
-		if (zk != 0) WIDE4(2, 1);
-		else WIDE4(2, 0);
+	if (zk != 0) {
+		if (nt == 2) WIDE4(2, 1, 0);
+		else WIDE4(1, 1, 0);
+	} else if (g2) {
+		if (nt == 2) WIDE4(2, 0, 1);
+		else WIDE4(1, 0, 1);
 	} else {
-		if (zk != 0) WIDE4(1, 1);
-		else WIDE4(1, 0);
+		if (nt == 2) WIDE4(2, 0, 0);
+		else WIDE4(1, 0, 0);
 	}
 }
 #undef WIDE4
@@ -745,8 +753,9 @@ INLINE void F(wide2_n)(const uint8_t *codes, const float *scale, const float *ze
 
 // wide splits its nw (1..4) rows by nt*16 activation rows into calls of wide2_n, which keeps
 // its accumulators within the sixteen 256-bit registers.
-static void F(wide)(const uint8_t *codes, const float *scale, const float *zero, float zk, int small, int nw, int nb,
+static void F(wide)(const uint8_t *codes, const float *scale, const float *zero, float zk, int small, int g2, int nw, int nb,
 	const int8_t *x8, const float *xt, int nrows, int r0, int nt, float *out) {
+	(void)g2; // the 256-bit kernel scales every block
 	float tmp[2 * 16];
 #define WIDE2(n, zk, small) F(wide2_n)(c, sc, z, nb, x8, xt, nrows, r0 + 16 * u, tmp, n, zk, small)
 	for (int v = 0; v < nw; v += 2) {
