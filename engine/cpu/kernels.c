@@ -348,6 +348,14 @@ void laya_quantize(const float *x, int rows, int cols, lq8 *out, int perm, int r
 			}
 		}
 	}
+	if (resid && rows == 1) {
+		// A single pair is what decode runs: its kernels take the remainder's d and the pair's
+		// ds sum per block, so xt holds those instead (nb floats each).
+		for (int b = 0; b < nb; b++) {
+			xt[b] = out[nb + b].d;
+			xt[nb + b] = out[b].ds + out[nb + b].ds;
+		}
+	}
 }
 
 // laya_store writes the outputs of activation rows r..r+n-1 for weight row o. With pairs, rows

@@ -54,6 +54,8 @@ int laya_quant_perm(int kind);
 // tile t, block b and 4-code group k, the 64 bytes at (t*nb + b)*512 + 64*k hold group k of rows
 // 16t..16t+15 in turn (the second half unused when only 8 rows are left). One 512-bit load takes
 // 16 rows, a 256-bit one 8; the tile kernels read them.
+// For a single residual pair (rows 1, resid), xt instead holds per block the remainder's d
+// (xt[b]) and the sum of both parts' ds (xt[nb + b]), which is what decode's pair kernels scale by.
 // With fewer than 8 block rows, x8 (qrows*cols bytes) instead holds each row's codes by pairs of
 // blocks b, b+1 (b even, both present): 16 first codes of b, of b+1, then the 16 last codes of b,
 // of b+1, for the 8-block decode kernels.

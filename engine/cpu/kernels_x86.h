@@ -825,7 +825,7 @@ static inline __m256i F(pairdot2)(__m256i lo, __m256i hi, __m256i ml, __m256i mh
 INLINE void F(vec_n)(const lw *w, int row, const lq8 *x, long xs, const float *xt, const int8_t *x8, float *out, int aff, int sdt, int pair) {
 	const uint8_t *p = w->w + row * w->rowbytes;
 	const lq8 *xr = x + xs;
-	const float *xd = xt, *xds = xt + (long)(1 + pair) * (w->cols / 32);
+	const float *xd = xt, *xds = xt + w->cols / 32;
 	int nb = w->cols / 32, sh = 0, b = 0, ngr = 0;
 	long g0 = 0;
 	if (aff) {
@@ -892,23 +892,14 @@ INLINE void F(vec_n)(const lw *w, int row, const lq8 *x, long xs, const float *x
 			d[i / 2] = pair ? F(pairdot2)(lo, hi, LOADU(xa), LOADU(xa + 32), LOADU(ra), LOADU(ra + 32))
 					: F(dot2)(lo, hi, LOADU(xa), LOADU(xa + 32));
 		}
-		// d[j] holds blocks 2j (lanes 0-3) and 2j+1 (lanes 4-7); two rounds of pair sums leave the
-		// block sums in the order 0 2 4 6 1 3 5 7.
-		__m256i g = _mm256_hadd_epi32(_mm256_hadd_epi32(d[0], d[1]), _mm256_hadd_epi32(d[2], d[3]));
+		// d[j] holds blocks 2j (lanes 0-3) and 2j+1 (lanes 4-7); two rounds of interleaves and
+		// adds (cheaper than horizontal adds) leave the block sums in the order 0 2 4 6 1 3 5 7.
+		__m256i t0 = _mm256_add_epi32(_mm256_unpacklo_epi32(d[0], d[1]), _mm256_unpackhi_epi32(d[0], d[1]));
+		__m256i t1 = _mm256_add_epi32(_mm256_unpacklo_epi32(d[2], d[3]), _mm256_unpackhi_epi32(d[2], d[3]));
+		__m256i g = _mm256_add_epi32(_mm256_unpacklo_epi64(t0, t1), _mm256_unpackhi_epi64(t0, t1));
 		__m256i sum = _mm256_permutevar8x32_epi32(g, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-		__m256 xs8, xds8;
-		if (pair) {
-			// xt holds (main, remainder) per block: take the remainders' d and the pairs' ds sums,
-			// whose in-lane shuffles leave blocks in the order 0 1 4 5 | 2 3 6 7.
-			const float *t = xd + 2 * b, *u = xds + 2 * b;
-			__m256 rd = _mm256_shuffle_ps(_mm256_loadu_ps(t), _mm256_loadu_ps(t + 8), _MM_SHUFFLE(3, 1, 3, 1));
-			__m256 ds = _mm256_hadd_ps(_mm256_loadu_ps(u), _mm256_loadu_ps(u + 8));
-			xs8 = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(rd), 0xd8));
-			xds8 = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ds), 0xd8));
-		} else {
-			xs8 = _mm256_loadu_ps(xd + b);
-			xds8 = _mm256_loadu_ps(xds + b);
-		}
+		// For a pair, xt holds the remainder's d and the pair's ds sum (see laya_quantize).
+		__m256 xs8 = _mm256_loadu_ps(xd + b), xds8 = _mm256_loadu_ps(xds + b);
 		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(scale, xs8), acc);
 		corr = _mm256_fmadd_ps(zero, xds8, corr);
 	}
