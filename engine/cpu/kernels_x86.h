@@ -950,6 +950,73 @@ static void F(vecpair_aff4)(const lw *w, int row, const lq8 *x, long xs, const f
 	}
 }
 
+// vk is vec for Q4_K (five = 0) and Q5_K rows, a super-block (eight sub-blocks of 32 codes)
+// at a time: the 6-bit scales and mins unpack in general-purpose registers, each group of 64
+// codes is dotted with its two activation blocks as they lie in x (one block per vector), and
+// the two results are folded into one vector of both blocks' lanes, reduced as in vec.
+INLINE void F(vk_n)(const lw *w, int row, const lq8 *x, long xs, const float *xt, float *out, int five, int pair) {
+	const uint8_t *p = w->w + (long)row * w->rowbytes;
+	const lq8 *xr = x + xs;
+	int nsb = w->cols / 256, nb = w->cols / 32, bsize = five ? 176 : 144;
+	const float *xd = xt, *xds = xt + nb;
+	__m256 acc = _mm256_setzero_ps(), corr = _mm256_setzero_ps();
+	const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+	for (int sb = 0; sb < nsb; sb++) {
+		const uint8_t *blk = p + (long)bsize * sb, *qs = blk + (five ? 48 : 16);
+		const char *ahead = (const char *)blk + LAYA_PF;
+		_mm_prefetch(ahead, _MM_HINT_T0);
+		_mm_prefetch(ahead + 64, _MM_HINT_T0);
+		_mm_prefetch(ahead + 128, _MM_HINT_T0);
+		uint32_t u0, u1, u2;
+		memcpy(&u0, blk + 4, 4);
+		memcpy(&u1, blk + 8, 4);
+		memcpy(&u2, blk + 12, 4);
+		// Bytes j of sc and mn are sub-block j's scale and min (see scale_min).
+		uint64_t sc = (u0 & 0x3f3f3f3f) | (uint64_t)((u2 & 0x0f0f0f0f) | ((u0 >> 6) & 0x03030303) << 4) << 32;
+		uint64_t mn = (u1 & 0x3f3f3f3f) | (uint64_t)(((u2 >> 4) & 0x0f0f0f0f) | ((u1 >> 6) & 0x03030303) << 4) << 32;
+		__m256 scale = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)sc))), _mm256_set1_ps(F(half)(blk)));
+		__m256 mins = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mn))), _mm256_set1_ps(F(half)(blk + 2)));
+		__m256i qh = five ? LOADU(blk + 16) : _mm256_setzero_si256(), dd[4];
+		for (int g = 0; g < 4; g++) {
+			__m256i v = LOADU(qs + 32 * g);
+			__m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+			if (five) {
+				lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g)), one), 4));
+				hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g + 1)), one), 4));
+			}
+			const lq8 *a = x + 8 * sb + 2 * g, *ar = xr + 8 * sb + 2 * g;
+			__m256i s0, s1;
+			if (pair) {
+				s0 = F(pairdot)(lo, LOADU(a[0].q), LOADU(ar[0].q));
+				s1 = F(pairdot)(hi, LOADU(a[1].q), LOADU(ar[1].q));
+			} else {
+				s0 = F(dotu8)(lo, LOADU(a[0].q));
+				s1 = F(dotu8)(hi, LOADU(a[1].q));
+			}
+			dd[g] = _mm256_add_epi32(_mm256_permute2x128_si256(s0, s1, 0x20), _mm256_permute2x128_si256(s0, s1, 0x31));
+		}
+		__m256i t0 = _mm256_add_epi32(_mm256_unpacklo_epi32(dd[0], dd[1]), _mm256_unpackhi_epi32(dd[0], dd[1]));
+		__m256i t1 = _mm256_add_epi32(_mm256_unpacklo_epi32(dd[2], dd[3]), _mm256_unpackhi_epi32(dd[2], dd[3]));
+		__m256i gs = _mm256_add_epi32(_mm256_unpacklo_epi64(t0, t1), _mm256_unpackhi_epi64(t0, t1));
+		__m256i sum = _mm256_permutevar8x32_epi32(gs, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(scale, _mm256_loadu_ps(xd + 8 * sb)), acc);
+		corr = _mm256_fmadd_ps(mins, _mm256_loadu_ps(xds + 8 * sb), corr);
+	}
+	*out = F(hsum)(_mm256_sub_ps(acc, corr));
+}
+
+static void F(vec_k)(const lw *w, int row, const lq8 *x, const float *xt, const int8_t *x8, float *out) {
+	(void)x8;
+	if (w->kind == LK_Q5_K) F(vk_n)(w, row, x, 0, xt, out, 1, 0);
+	else F(vk_n)(w, row, x, 0, xt, out, 0, 0);
+}
+
+static void F(vecpair_k)(const lw *w, int row, const lq8 *x, long xs, const float *xt, const int8_t *x8, float *out) {
+	(void)x8;
+	if (w->kind == LK_Q5_K) F(vk_n)(w, row, x, xs, xt, out, 1, 1);
+	else F(vk_n)(w, row, x, xs, xt, out, 0, 1);
+}
+
 static inline __m256 F(load8w)(const uint8_t *p, int kind) {
 	if (kind == LK_F32) return _mm256_loadu_ps((const float *)p);
 	__m128i h = _mm_loadu_si128((const __m128i *)p);
@@ -1073,8 +1140,8 @@ static const laya_impl F(impl) = {
 	},
 	.zk = {[LK_Q4_0] = -8, [LK_Q8_0] = -128, [LK_Q5_0] = -16, [LK_Q6_K] = -32},
 	.wide = F(wide),
-	.vec = {[LK_Q4_0] = F(vec_q4_0), [LK_AFF4] = F(vec_aff4)},
-	.vecpair = {[LK_Q4_0] = F(vecpair_q4_0), [LK_AFF4] = F(vecpair_aff4)},
+	.vec = {[LK_Q4_0] = F(vec_q4_0), [LK_AFF4] = F(vec_aff4), [LK_Q4_K] = F(vec_k), [LK_Q5_K] = F(vec_k)},
+	.vecpair = {[LK_Q4_0] = F(vecpair_q4_0), [LK_AFF4] = F(vecpair_aff4), [LK_Q4_K] = F(vecpair_k), [LK_Q5_K] = F(vecpair_k)},
 	.attention = F(attention),
 	.silu_mul = F(silu_mul),
 };
