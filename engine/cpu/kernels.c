@@ -356,6 +356,17 @@ void laya_quantize(const float *x, int rows, int cols, lq8 *out, int perm, int r
 			xt[nb + b] = out[b].ds + out[nb + b].ds;
 		}
 	}
+	if (rows == 1) {
+		// Then the d-scaled sums of each block's two 16-element halves (of the pair's two
+		// parts together), for kinds with a scale per 16 weights.
+		for (int b = 0; b < nb; b++) {
+			for (int h = 0; h < 2; h++) {
+				float v = out[b].d * (float)out[b].s[h];
+				if (resid) v += out[nb + b].d * (float)out[nb + b].s[h];
+				xt[2 * nb + 2 * b + h] = v;
+			}
+		}
+	}
 }
 
 // laya_store writes the outputs of activation rows r..r+n-1 for weight row o. With pairs, rows

@@ -56,6 +56,8 @@ int laya_quant_perm(int kind);
 // 16 rows, a 256-bit one 8; the tile kernels read them.
 // For a single residual pair (rows 1, resid), xt instead holds per block the remainder's d
 // (xt[b]) and the sum of both parts' ds (xt[nb + b]), which is what decode's pair kernels scale by.
+// For a single row (resid or not), xt[2*nb + 2*b + h] also holds the d-scaled code sum of half h
+// (16 elements) of block b, both parts together; xt then has room for 4*nb floats.
 // With fewer than 8 block rows, x8 (qrows*cols bytes) instead holds each row's codes by pairs of
 // blocks b, b+1 (b even, both present): 16 first codes of b, of b+1, then the 16 last codes of b,
 // of b+1, for the 8-block decode kernels.

@@ -1017,6 +1017,58 @@ static void F(vecpair_k)(const lw *w, int row, const lq8 *x, long xs, const floa
 	else F(vk_n)(w, row, x, xs, xt, out, 0, 1);
 }
 
+// v6 is vec for Q6_K rows, a super-block at a time. Each block's integer sums keep its two
+// 16-code halves in separate lanes (0-3 and 4-7), so every lane takes its half's scale in float
+// with no horizontal sums until the end; the zero point (32) multiplies the halves' activation
+// sums, which laya_quantize lays out for a single row at xt + 2*nb.
+INLINE void F(v6_n)(const lw *w, int row, const lq8 *x, long xs, const float *xt, float *out, int pair) {
+	const uint8_t *p = w->w + (long)row * w->rowbytes;
+	const lq8 *xr = x + xs;
+	int nsb = w->cols / 256, nb = w->cols / 32;
+	const float *xd = xt, *xh = xt + 2 * nb;
+	__m256 acc = _mm256_setzero_ps(), corr = _mm256_setzero_ps();
+	const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+	for (int sb = 0; sb < nsb; sb++) {
+		const uint8_t *blk = p + 210L * sb;
+		const char *ahead = (const char *)blk + LAYA_PF;
+		_mm_prefetch(ahead, _MM_HINT_T0);
+		_mm_prefetch(ahead + 64, _MM_HINT_T0);
+		_mm_prefetch(ahead + 128, _MM_HINT_T0);
+		_mm_prefetch(ahead + 192, _MM_HINT_T0);
+		// sf[0] holds blocks 0-3's half scales (block j's at 2j, 2j+1), sf[1] blocks 4-7's.
+		__m128i sc = _mm_loadu_si128((const __m128i *)(blk + 192));
+		__m256 d = _mm256_set1_ps(F(half)(blk + 208));
+		__m256 sf[2] = {_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)), d),
+			_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8))), d)};
+		corr = _mm256_fmadd_ps(sf[0], _mm256_loadu_ps(xh + 16 * sb), corr);
+		corr = _mm256_fmadd_ps(sf[1], _mm256_loadu_ps(xh + 16 * sb + 8), corr);
+		for (int h = 0; h < 2; h++) {
+			__m256i qh = LOADU(blk + 128 + 32 * h), ql0 = LOADU(blk + 64 * h), ql1 = LOADU(blk + 64 * h + 32);
+			for (int k = 0; k < 4; k++) {
+				int j = 4 * h + k, b = 8 * sb + j;
+				__m256i ql = k % 2 ? ql1 : ql0;
+				__m256i lo = k < 2 ? _mm256_and_si256(ql, m4) : _mm256_and_si256(_mm256_srli_epi16(ql, 4), m4);
+				__m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), m2), 4));
+				__m256i t = pair ? F(pairdot)(q, LOADU(x[b].q), LOADU(xr[b].q)) : F(dotu8)(q, LOADU(x[b].q));
+				__m256i idx = _mm256_setr_epi32(2 * k, 2 * k, 2 * k, 2 * k, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1);
+				__m256 f = _mm256_mul_ps(_mm256_permutevar8x32_ps(sf[h], idx), _mm256_broadcast_ss(xd + b));
+				acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t), f, acc);
+			}
+		}
+	}
+	*out = F(hsum)(acc) - 32 * F(hsum)(corr);
+}
+
+static void F(vec_q6k)(const lw *w, int row, const lq8 *x, const float *xt, const int8_t *x8, float *out) {
+	(void)x8;
+	F(v6_n)(w, row, x, 0, xt, out, 0);
+}
+
+static void F(vecpair_q6k)(const lw *w, int row, const lq8 *x, long xs, const float *xt, const int8_t *x8, float *out) {
+	(void)x8;
+	F(v6_n)(w, row, x, xs, xt, out, 1);
+}
+
 static inline __m256 F(load8w)(const uint8_t *p, int kind) {
 	if (kind == LK_F32) return _mm256_loadu_ps((const float *)p);
 	__m128i h = _mm_loadu_si128((const __m128i *)p);
@@ -1140,8 +1192,8 @@ static const laya_impl F(impl) = {
 	},
 	.zk = {[LK_Q4_0] = -8, [LK_Q8_0] = -128, [LK_Q5_0] = -16, [LK_Q6_K] = -32},
 	.wide = F(wide),
-	.vec = {[LK_Q4_0] = F(vec_q4_0), [LK_AFF4] = F(vec_aff4), [LK_Q4_K] = F(vec_k), [LK_Q5_K] = F(vec_k)},
-	.vecpair = {[LK_Q4_0] = F(vecpair_q4_0), [LK_AFF4] = F(vecpair_aff4), [LK_Q4_K] = F(vecpair_k), [LK_Q5_K] = F(vecpair_k)},
+	.vec = {[LK_Q4_0] = F(vec_q4_0), [LK_AFF4] = F(vec_aff4), [LK_Q4_K] = F(vec_k), [LK_Q5_K] = F(vec_k), [LK_Q6_K] = F(vec_q6k)},
+	.vecpair = {[LK_Q4_0] = F(vecpair_q4_0), [LK_AFF4] = F(vecpair_aff4), [LK_Q4_K] = F(vecpair_k), [LK_Q5_K] = F(vecpair_k), [LK_Q6_K] = F(vecpair_q6k)},
 	.attention = F(attention),
 	.silu_mul = F(silu_mul),
 };

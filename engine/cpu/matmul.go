@@ -118,7 +118,8 @@ func (c *cpuBackend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows 
 		j.xq = j.xq[:n]
 		j.xt, j.x8 = j.xt[:0], j.x8[:0]
 		if tile8 {
-			nt, n8 := 2*j.qrows*m.cols/32, (j.qrows/8+1)/2*16*m.cols
+			// A single row's xt also holds its half-block sums (see kernels.h).
+			nt, n8 := max(2*j.qrows, 4)*m.cols/32, (j.qrows/8+1)/2*16*m.cols
 			if j.qrows < 8 { // codes by block pairs for the decode kernels
 				n8 = j.qrows * m.cols
 			}
