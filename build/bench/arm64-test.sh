@@ -26,7 +26,16 @@ run() {
 	local log
 	log=$(dirname "$bin")/$1.log
 	echo "== qemu-aarch64 -cpu $1"
-	if ! (cd engine/cpu && qemu-aarch64 -L /usr/aarch64-linux-gnu -cpu "$1" "$bin" -test.count=1 -test.v) >"$log" 2>&1; then
+	# A run takes about 10 s. Go programs under qemu-user have been seen to hang (rarely), which
+	# says nothing about the kernels: a run past the time limit is retried once, a failing one not.
+	local rc=0
+	for attempt in 1 2; do
+		rc=0
+		(cd engine/cpu && timeout 300 qemu-aarch64 -L /usr/aarch64-linux-gnu -cpu "$1" "$bin" -test.count=1 -test.v) >"$log" 2>&1 || rc=$?
+		[ "$rc" -eq 124 ] || break
+		echo "qemu run timed out (attempt $attempt)" >&2
+	done
+	if [ "$rc" -ne 0 ]; then
 		grep -v '^=== RUN' "$log" | tail -40
 		echo "arm64 tests failed on -cpu $1" >&2
 		return 1

@@ -605,18 +605,30 @@ static void F(decode_q6k)(const lw *w, int row, int nw, uint8_t *codes, float *s
 }
 
 // decode_aff handles 4- and 8-bit Affine rows (4-bit codes in nibble order, see laya_quantize).
-static void F(decode_aff)(const lw *w, int row, int nw, uint8_t *codes, float *scale, float *zero) {
-	int nb = w->cols / 32, sh = 0, four = w->kind == LK_AFF4;
+// Scales and biases convert once per group and the scale dtype is fixed per loop.
+INLINE void F(decode_aff_n)(const lw *w, int row, int nw, uint8_t *codes, float *scale, float *zero, int sdt, int four) {
+	int nb = w->cols / 32, per = w->group / 32;
 	long ng = w->cols / w->group;
-	while ((32 << sh) < w->group) sh++;
 	for (int v = 0; v < nw; v++) {
 		const uint8_t *p = w->w + (long)(row + v) * w->rowbytes;
-		for (int b = 0; b < nb; b++, codes += 32) {
-			long g = (long)(row + v) * ng + (b >> sh);
-			scale[v * nb + b] = F(comp)(w->sc, w->sdt, g);
-			zero[v * nb + b] = F(comp)(w->bi, w->sdt, g);
+		for (int b = 0; b < nb; b++, codes += 32)
 			_mm256_storeu_si256((__m256i *)codes, four ? F(nib32)(p + 16 * b) : LOADU(p + 32 * b));
+		for (long g = 0; g < ng; g++) {
+			float sv = F(comp)(w->sc, sdt, (long)(row + v) * ng + g), zv = F(comp)(w->bi, sdt, (long)(row + v) * ng + g);
+			for (int i = 0; i < per; i++) {
+				scale[v * nb + g * per + i] = sv;
+				zero[v * nb + g * per + i] = zv;
+			}
 		}
+	}
+}
+
+static void F(decode_aff)(const lw *w, int row, int nw, uint8_t *codes, float *scale, float *zero) {
+	int four = w->kind == LK_AFF4;
+	switch (w->sdt) {
+	case LS_F16: F(decode_aff_n)(w, row, nw, codes, scale, zero, LS_F16, four); break;
+	case LS_BF16: F(decode_aff_n)(w, row, nw, codes, scale, zero, LS_BF16, four); break;
+	default: F(decode_aff_n)(w, row, nw, codes, scale, zero, LS_F32, four); break;
 	}
 }
 
