@@ -470,6 +470,19 @@ void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *wp,
 		}
 		return;
 	}
+	if (isfloat && impl->fwide && nx > 1) {
+		float ft[4 * LAYA_NX];
+		for (int o = r0; o < r1;) {
+			int nw = r1 - o < impl->fwnw ? r1 - o : impl->fwnw;
+			for (int r = 0; r < nx; r += LAYA_NX) {
+				int n = nx - r < LAYA_NX ? nx - r : LAYA_NX;
+				impl->fwide(w, o, nw, (const float *)x + (long)r * xstride, xstride, n, ft);
+				for (int v = 0; v < nw; v++) laya_store(dst, ldd, o + v, r, n, ft + LAYA_NX * v, bias ? bias[o + v] : 0, 0);
+			}
+			o += nw;
+		}
+		return;
+	}
 	for (int o = r0; o < r1;) {
 		// The tiles take two weight rows at a time, which share their activation loads.
 		int nw = (t8 || t16) && o + 1 < r1 ? 2 : 1, r = 0;

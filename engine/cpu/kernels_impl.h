@@ -29,6 +29,10 @@ typedef struct {
 	// blocks of scale d/254 (scratch: 32*nb floats).
 	void (*remainder)(const float *x, int nb, const lq8 *main, lq8 *out, int perm, float *scratch);
 	laya_dotfn dot[LK_NKINDS];
+	// fwide, where present, runs F32/F16/BF16 rows fwnw at a time against LAYA_NX activation
+	// rows (out[v*LAYA_NX + r]); nw may be smaller for the last rows.
+	void (*fwide)(const lw *w, int row, int nw, const float *x, long xstride, int nx, float *out);
+	int fwnw;
 	// tile8 and tile16 hold 8- and 16-row kernels for the kinds that have them (NULL elsewhere):
 	// with 8 rows in one vector the float scaling runs once per block instead of once per row,
 	// which is what bounds prefill; 16 rows share each decoded weight block twice as often.

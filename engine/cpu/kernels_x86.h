@@ -1124,6 +1124,67 @@ INLINE void F(float_n)(const lw *w, int row, const void *xv, long xs, int nx, fl
 }
 DISPATCH(float)
 
+// fwide runs nw (1..FW) F32, F16 or BF16 weight rows against nx (1..LAYA_NX) float activation
+// rows: each converted weight vector serves every activation row and each activation load every
+// weight row, so prefill is bound by the multiply-adds rather than by loads. out[v*LAYA_NX + r]
+// receives weight row v against activation row r.
+#if VNNI
+#define FW 4
+#else
+#define FW 2
+#endif
+INLINE void F(fwide_n)(const lw *w, int row, int nw, const float *x, long xs, int nx, float *out, int kind) {
+	int esz = kind == LK_F32 ? 4 : 2, n = w->cols, i = 0;
+	const uint8_t *p[FW];
+	__m256 acc[FW][LAYA_NX];
+	for (int v = 0; v < nw; v++) {
+		p[v] = w->w + (long)(row + v) * w->rowbytes;
+		for (int r = 0; r < nx; r++) acc[v][r] = _mm256_setzero_ps();
+	}
+	for (; i + 8 <= n; i += 8) {
+		__m256 wv[FW];
+		for (int v = 0; v < nw; v++) wv[v] = F(load8w)(p[v] + (long)esz * i, kind);
+		for (int r = 0; r < nx; r++) {
+			__m256 xv = _mm256_loadu_ps(x + r * xs + i);
+			for (int v = 0; v < nw; v++) acc[v][r] = _mm256_fmadd_ps(wv[v], xv, acc[v][r]);
+		}
+	}
+	for (int v = 0; v < nw; v++) {
+		for (int r = 0; r < nx; r++) {
+			float sum = F(hsum)(acc[v][r]);
+			for (int j = i; j < n; j++) sum += F(load1w)(p[v], kind, j) * x[r * xs + j];
+			out[v * LAYA_NX + r] = sum;
+		}
+	}
+}
+
+static void F(fwide)(const lw *w, int row, int nw, const float *x, long xs, int nx, float *out) {
+#define FW_NX(k, nwc)                                                       \
+	switch (nx) {                                                           \
+	case 4: F(fwide_n)(w, row, nwc, x, xs, 4, out, k); break;               \
+	case 3: F(fwide_n)(w, row, nwc, x, xs, 3, out, k); break;               \
+	case 2: F(fwide_n)(w, row, nwc, x, xs, 2, out, k); break;               \
+	default: F(fwide_n)(w, row, nwc, x, xs, 1, out, k); break;              \
+	}
+#define FW_KIND(nwc)                                                        \
+	switch (w->kind) {                                                      \
+	case LK_F16: FW_NX(LK_F16, nwc); break;                                 \
+	case LK_BF16: FW_NX(LK_BF16, nwc); break;                               \
+	default: FW_NX(LK_F32, nwc); break;                                     \
+	}
+	if (nw == FW) {
+		FW_KIND(FW);
+	} else {
+		for (int v = 0; v < nw; v++, out += LAYA_NX, row++) { // a last group of fewer rows
+			FW_KIND(1);
+		}
+	}
+#undef FW_KIND
+#undef FW_NX
+}
+#undef FW
+
+
 static inline float F(dot)(const float *a, const float *b, int n) {
 	__m256 acc = _mm256_setzero_ps();
 	int i = 0;
@@ -1193,6 +1254,13 @@ static const laya_impl F(impl) = {
 		[LK_Q4_K] = F(q45k), [LK_Q5_K] = F(q45k), [LK_Q6_K] = F(q6k),
 		[LK_AFF4] = F(aff4), [LK_AFF8] = F(aff8),
 	},
+	.fwide = F(fwide),
+	.fwnw =
+#if VNNI
+		4,
+#else
+		2,
+#endif
 	.tile8 = {[LK_Q4_0] = F(tile8_q4_0), [LK_AFF4] = F(tile8_aff4)},
 	.tile16 = {[LK_Q4_0] = F(tile16_q4_0), [LK_AFF4] = F(tile16_aff4)},
 	.decode = {
