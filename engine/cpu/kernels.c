@@ -278,6 +278,81 @@ static void quantize_remainder(const float *x, int nb, const lq8 *main, lq8 *out
 	}
 }
 
+// decode_c writes nw weight rows of the 4-, 5- and 6-bit kinds as the SIMD decoders do (see
+// laya_impl.decode): 32 unsigned codes per block in the order of its activations, with a scale
+// and zero per block, w = scale*code + zero (zero unwritten where laya_impl.zk gives it), and
+// Q6_K's rows as two virtual rows each, one per 16-code half of every block (the other half at
+// the zero point 32). The NEON tile kernel takes it; decoding is a small part of prefill.
+static void decode_c(const lw *w, int row, int nw, uint8_t *codes, float *scale, float *zero) {
+	int nb = w->cols / 32;
+	for (int v = 0; v < nw; v++) {
+		const uint8_t *p = w->w + (long)(row + v) * w->rowbytes;
+		for (int b = 0; b < nb; b++) {
+			uint8_t *c = codes + ((long)v * nb + b) * 32;
+			float *sc = scale + (long)v * nb + b, *z = zero + (long)v * nb + b;
+			switch (w->kind) {
+			case LK_Q4_0: {
+				const uint8_t *blk = p + 18 * b;
+				*sc = laya_half(u16(blk));
+				for (int i = 0; i < 16; i++) {
+					c[i] = blk[2 + i] & 15;
+					c[i + 16] = blk[2 + i] >> 4;
+				}
+				break;
+			}
+			case LK_Q5_0: {
+				const uint8_t *blk = p + 22 * b;
+				uint32_t qh = (uint32_t)blk[2] | (uint32_t)blk[3] << 8 | (uint32_t)blk[4] << 16 | (uint32_t)blk[5] << 24;
+				*sc = laya_half(u16(blk));
+				for (int i = 0; i < 16; i++) {
+					c[i] = (blk[6 + i] & 15) | ((qh >> i) & 1) << 4;
+					c[i + 16] = (blk[6 + i] >> 4) | ((qh >> (i + 16)) & 1) << 4;
+				}
+				break;
+			}
+			case LK_Q4_K:
+			case LK_Q5_K: {
+				int five = w->kind == LK_Q5_K, j = b % 8, s, m;
+				const uint8_t *blk = p + (five ? 176 : 144) * (b / 8), *qs = blk + (five ? 48 : 16), *qh = blk + 16;
+				scale_min_k4(blk + 4, j, &s, &m);
+				*sc = laya_half(u16(blk)) * (float)s;
+				*z = -laya_half(u16(blk + 2)) * (float)m;
+				for (int l = 0; l < 32; l++) {
+					c[l] = (qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 15;
+					if (five) c[l] |= ((qh[l] >> j) & 1) << 4;
+				}
+				break;
+			}
+			case LK_Q6_K: {
+				int j = b % 8, h = j / 4, k = j % 4;
+				const uint8_t *blk = p + 210 * (b / 8), *ql = blk + 64 * h + 32 * (k % 2), *qh = blk + 128 + 32 * h;
+				const int8_t *s6 = (const int8_t *)blk + 192 + 8 * h + 2 * k;
+				float d = laya_half(u16(blk + 208));
+				uint8_t *c0 = codes + ((long)(2 * v) * nb + b) * 32, *c1 = c0 + (long)nb * 32;
+				scale[(long)(2 * v) * nb + b] = d * (float)s6[0];
+				scale[(long)(2 * v + 1) * nb + b] = d * (float)s6[1];
+				for (int l = 0; l < 32; l++) {
+					uint8_t q = ((ql[l] >> (4 * (k / 2))) & 15) | ((qh[l] >> (2 * k)) & 3) << 4;
+					c0[l] = l < 16 ? q : 32;
+					c1[l] = l < 16 ? 32 : q;
+				}
+				break;
+			}
+			default: { // LK_AFF4: codes in nibble order, as its activations are permuted
+				long g = (long)(row + v) * (w->cols / w->group) + (32 * b) / w->group;
+				const uint8_t *q = p + 16 * b;
+				*sc = laya_companion(w->sc, w->sdt, g);
+				*z = laya_companion(w->bi, w->sdt, g);
+				for (int i = 0; i < 16; i++) {
+					c[i] = q[i] & 15;
+					c[i + 16] = q[i] >> 4;
+				}
+			}
+			}
+		}
+	}
+}
+
 static laya_impl impl_c = {
 	.quantize = quantize_c,
 	.remainder = quantize_remainder,
@@ -287,6 +362,12 @@ static laya_impl impl_c = {
 		[LK_Q4_K] = dot_k_c, [LK_Q5_K] = dot_k_c, [LK_Q6_K] = dot_k_c,
 		[LK_AFF4] = dot_affine_c, [LK_AFF8] = dot_affine_c,
 	},
+	// Only implementations with a tile kernel (wide) use the decoders.
+	.decode = {
+		[LK_Q4_0] = decode_c, [LK_Q5_0] = decode_c, [LK_Q4_K] = decode_c, [LK_Q5_K] = decode_c,
+		[LK_Q6_K] = decode_c, [LK_AFF4] = decode_c,
+	},
+	.zk = {[LK_Q4_0] = -8, [LK_Q5_0] = -16, [LK_Q6_K] = -32},
 	.attention = attention_c,
 	.silu_mul = silu_mul_c,
 };
@@ -421,7 +502,7 @@ void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *wp,
 		}
 		return;
 	}
-	if (x8 && nx >= 16 && impl->decode[kind]) {
+	if (x8 && nx >= 16 && impl->wide && impl->decode[kind]) {
 		// Each group of 4 weight rows is decoded once into a per-thread buffer, then runs
 		// against every 16 or 32 activation rows.
 		static __thread uint8_t *dec;

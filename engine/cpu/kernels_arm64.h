@@ -267,6 +267,85 @@ static void F(tile8_aff4)(const lw *w, int row, int nw, const int8_t *x8, const 
 }
 #endif
 
+#if DOTPROD
+// wide2 runs nw (1 or 2) decoded weight rows (codes, scale and zero as decode_c writes them)
+// against the 16 activation rows r0..r0+15 of one x8 tile: each weight row's 32 codes of a block
+// are two vectors whose 32-bit lanes are groups of 4 codes, and sdot by lane multiplies a group
+// with the same 4 elements of 4 activation rows at once. All codes are below 64, so they are
+// valid signed bytes. out receives 16 values per weight row.
+INLINE void F(wide2_n)(const uint8_t *codes, const float *scale, const float *zero, int nb, const int8_t *x8,
+	const float *xt, int nrows, int r0, float *out, int nw, float zk) {
+	const float *xd = xt + r0, *xds = xt + (long)nb * nrows + r0;
+	const int8_t *xb = x8 + (long)(r0 / 16) * nb * 512;
+	float32x4_t acc[2][4];
+	for (int v = 0; v < nw; v++)
+		for (int q = 0; q < 4; q++) acc[v][q] = vdupq_n_f32(0);
+	for (int b = 0; b < nb; b++, xb += 512) {
+		int8x16_t c[2][2];
+		int32x4_t s[2][4];
+		for (int v = 0; v < nw; v++) {
+			const int8_t *cv = (const int8_t *)codes + ((long)v * nb + b) * 32;
+			c[v][0] = vld1q_s8(cv);
+			c[v][1] = vld1q_s8(cv + 16);
+			for (int q = 0; q < 4; q++) s[v][q] = vdupq_n_s32(0);
+		}
+#define GROUP(k)                                                                              \
+	do {                                                                                      \
+		const int8_t *xk = xb + 64 * (k);                                                     \
+		int8x16_t x0 = vld1q_s8(xk), x1 = vld1q_s8(xk + 16), x2 = vld1q_s8(xk + 32), x3 = vld1q_s8(xk + 48); \
+		for (int v = 0; v < nw; v++) {                                                        \
+			s[v][0] = vdotq_laneq_s32(s[v][0], x0, c[v][(k) / 4], (k) % 4);                    \
+			s[v][1] = vdotq_laneq_s32(s[v][1], x1, c[v][(k) / 4], (k) % 4);                    \
+			s[v][2] = vdotq_laneq_s32(s[v][2], x2, c[v][(k) / 4], (k) % 4);                    \
+			s[v][3] = vdotq_laneq_s32(s[v][3], x3, c[v][(k) / 4], (k) % 4);                    \
+		}                                                                                     \
+	} while (0)
+		GROUP(0);
+		GROUP(1);
+		GROUP(2);
+		GROUP(3);
+		GROUP(4);
+		GROUP(5);
+		GROUP(6);
+		GROUP(7);
+#undef GROUP
+		for (int q = 0; q < 4; q++) {
+			float32x4_t d = vld1q_f32(xd + (long)b * nrows + 4 * q), ds = vld1q_f32(xds + (long)b * nrows + 4 * q);
+			for (int v = 0; v < nw; v++) {
+				float sv = scale[(long)v * nb + b];
+				if (zk != 0) {
+					float32x4_t t = vfmaq_f32(vmulq_n_f32(ds, zk), d, vcvtq_f32_s32(s[v][q]));
+					acc[v][q] = vfmaq_n_f32(acc[v][q], t, sv);
+				} else {
+					acc[v][q] = vfmaq_n_f32(acc[v][q], vmulq_f32(d, vcvtq_f32_s32(s[v][q])), sv);
+					acc[v][q] = vfmaq_n_f32(acc[v][q], ds, zero[(long)v * nb + b]);
+				}
+			}
+		}
+	}
+	for (int v = 0; v < nw; v++)
+		for (int q = 0; q < 4; q++) vst1q_f32(out + 16 * v + 4 * q, acc[v][q]);
+}
+
+// wide splits its nw (1..4) rows by nt*16 activation rows into calls of wide2_n.
+static void F(wide)(const uint8_t *codes, const float *scale, const float *zero, float zk, int small, int g2, int nw, int nb,
+	const int8_t *x8, const float *xt, int nrows, int r0, int nt, float *out) {
+	(void)small;
+	(void)g2;
+	float tmp[2 * 16];
+	for (int v = 0; v < nw; v += 2) {
+		int n = nw - v < 2 ? 1 : 2;
+		const uint8_t *c = codes + (long)v * nb * 32;
+		const float *sc = scale + (long)v * nb, *z = zero + (long)v * nb;
+		for (int u = 0; u < nt; u++) {
+			if (n == 2) F(wide2_n)(c, sc, z, nb, x8, xt, nrows, r0 + 16 * u, tmp, 2, zk);
+			else F(wide2_n)(c, sc, z, nb, x8, xt, nrows, r0 + 16 * u, tmp, 1, zk);
+			for (int j = 0; j < n; j++) memcpy(out + (long)(v + j) * nt * 16 + 16 * u, tmp + 16 * j, 16 * sizeof(float));
+		}
+	}
+}
+#endif
+
 // fill copies the portable table into dst and puts this level's kernels in their slots.
 static void F(fill)(laya_impl *dst, const laya_impl *portable) {
 	*dst = *portable;
@@ -279,6 +358,7 @@ static void F(fill)(laya_impl *dst, const laya_impl *portable) {
 	// Prefill's 8-row tiles need sdot by lane; plain NEON runs prefill through dot.
 	dst->tile8[LK_Q4_0] = F(tile8_q4_0);
 	dst->tile8[LK_AFF4] = F(tile8_aff4);
+	dst->wide = F(wide); // with the portable decoders
 #endif
 }
 
