@@ -267,6 +267,110 @@ static void F(tile8_aff4)(const lw *w, int row, int nw, const int8_t *x8, const 
 }
 #endif
 
+// scale_min unpacks sub-block j's 6-bit scale and min of a Q4_K or Q5_K super-block.
+static inline void F(scale_min)(const uint8_t *sc, int j, int *s, int *m) {
+	if (j < 4) {
+		*s = sc[j] & 63;
+		*m = sc[j + 4] & 63;
+	} else {
+		*s = (sc[j + 4] & 15) | (sc[j - 4] >> 6) << 4;
+		*m = (sc[j + 4] >> 4) | (sc[j] >> 6) << 4;
+	}
+}
+
+// kblock is the integer sum of one block's 32 codes (c0: elements 0-15, c1: 16-31) against an
+// activation row (pair = 0) or, exactly, 254*main + remainder of a residual pair, in 4 lanes.
+INLINE int32x4_t F(kblock)(int8x16_t c0, int8x16_t c1, const lq8 *x, const lq8 *xr, int pair) {
+	int32x4_t t = F(dot32)(vdupq_n_s32(0), c0, c1, x->q);
+	return pair ? vmlaq_n_s32(F(dot32)(vdupq_n_s32(0), c0, c1, xr->q), t, 254) : t;
+}
+
+// vk is the decode mat-vec of one Q4_K (five = 0) or Q5_K row against one activation row or one
+// residual pair (pair, remainder xs blocks after x), a sub-block at a time.
+INLINE void F(vk_n)(const lw *w, int row, const lq8 *x, long xs, float *out, int five, int pair) {
+	const uint8_t *p = w->w + (long)row * w->rowbytes;
+	const lq8 *xr = x + xs;
+	int nsb = w->cols / 256, bsize = five ? 176 : 144;
+	float32x4_t acc = vdupq_n_f32(0);
+	float corr = 0;
+	const uint8x16_t m4 = vdupq_n_u8(15), one = vdupq_n_u8(1);
+	for (int sb = 0; sb < nsb; sb++) {
+		const uint8_t *blk = p + (long)bsize * sb, *qs = blk + (five ? 48 : 16);
+		__builtin_prefetch((const char *)blk + LAYA_PF);
+		__builtin_prefetch((const char *)blk + LAYA_PF + 64);
+		__builtin_prefetch((const char *)blk + LAYA_PF + 128);
+		float d = F(half)(blk), dmin = F(half)(blk + 2);
+		uint8x16_t h0 = five ? vld1q_u8(blk + 16) : vdupq_n_u8(0), h1 = five ? vld1q_u8(blk + 32) : vdupq_n_u8(0);
+		for (int g = 0; g < 4; g++) {
+			uint8x16_t v0 = vld1q_u8(qs + 32 * g), v1 = vld1q_u8(qs + 32 * g + 16);
+			uint8x16_t c[2][2] = {{vandq_u8(v0, m4), vandq_u8(v1, m4)}, {vshrq_n_u8(v0, 4), vshrq_n_u8(v1, 4)}};
+			for (int j = 0; j < 2; j++) {
+				int sj = 2 * g + j, sc, m;
+				if (five) { // bit sj of each qh byte is the fifth bit of sub-block sj's codes
+					int8x16_t sh = vdupq_n_s8((int8_t)-sj);
+					c[j][0] = vorrq_u8(c[j][0], vshlq_n_u8(vandq_u8(vshlq_u8(h0, sh), one), 4));
+					c[j][1] = vorrq_u8(c[j][1], vshlq_n_u8(vandq_u8(vshlq_u8(h1, sh), one), 4));
+				}
+				const lq8 *xb = x + 8 * sb + sj, *rb = xr + 8 * sb + sj;
+				int32x4_t t = F(kblock)(vreinterpretq_s8_u8(c[j][0]), vreinterpretq_s8_u8(c[j][1]), xb, rb, pair);
+				F(scale_min)(blk + 4, sj, &sc, &m);
+				acc = vfmaq_n_f32(acc, vcvtq_f32_s32(t), d * (float)sc * (pair ? rb->d : xb->d));
+				corr += dmin * (float)m * (pair ? xb->ds + rb->ds : xb->ds);
+			}
+		}
+	}
+	*out = vaddvq_f32(acc) - corr;
+}
+
+// v6 is vk for Q6_K rows: codes less their zero point 32 are signed bytes, and each block's two
+// 16-code halves sum separately for their own scales.
+INLINE void F(v6_n)(const lw *w, int row, const lq8 *x, long xs, float *out, int pair) {
+	const uint8_t *p = w->w + (long)row * w->rowbytes;
+	const lq8 *xr = x + xs;
+	int nsb = w->cols / 256;
+	float acc = 0;
+	const uint8x16_t m4 = vdupq_n_u8(15), m2 = vdupq_n_u8(3);
+	const int8x16_t z = vdupq_n_s8(0);
+	for (int sb = 0; sb < nsb; sb++) {
+		const uint8_t *blk = p + 210L * sb;
+		for (int i = 0; i < 4; i++) __builtin_prefetch((const char *)blk + LAYA_PF + 64 * i);
+		const int8_t *sc = (const int8_t *)blk + 192;
+		float d = F(half)(blk + 208);
+		for (int j = 0; j < 8; j++) {
+			int h = j / 4, k = j % 4;
+			const uint8_t *ql = blk + 64 * h + 32 * (k % 2), *qh = blk + 128 + 32 * h;
+			int8x16_t c[2];
+			for (int i = 0; i < 2; i++) {
+				uint8x16_t l = vld1q_u8(ql + 16 * i), hb = vld1q_u8(qh + 16 * i);
+				l = k < 2 ? vandq_u8(l, m4) : vshrq_n_u8(l, 4);
+				hb = vandq_u8(vshlq_u8(hb, vdupq_n_s8((int8_t)(-2 * k))), m2);
+				c[i] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(l, vshlq_n_u8(hb, 4))), vdupq_n_s8(32));
+			}
+			const lq8 *xb = x + 8 * sb + j, *rb = xr + 8 * sb + j;
+			// One half at a time: the other half's codes are zero.
+			int32x4_t t0 = F(kblock)(c[0], z, xb, rb, pair), t1 = F(kblock)(z, c[1], xb, rb, pair);
+			acc += d * (pair ? rb->d : xb->d) * ((float)sc[2 * j] * (float)vaddvq_s32(t0) + (float)sc[2 * j + 1] * (float)vaddvq_s32(t1));
+		}
+	}
+	*out = acc;
+}
+
+static void F(vec_kq)(const lw *w, int row, const lq8 *x, const float *xt, const int8_t *x8, float *out) {
+	(void)xt;
+	(void)x8;
+	if (w->kind == LK_Q6_K) F(v6_n)(w, row, x, 0, out, 0);
+	else if (w->kind == LK_Q5_K) F(vk_n)(w, row, x, 0, out, 1, 0);
+	else F(vk_n)(w, row, x, 0, out, 0, 0);
+}
+
+static void F(vecpair_kq)(const lw *w, int row, const lq8 *x, long xs, const float *xt, const int8_t *x8, float *out) {
+	(void)xt;
+	(void)x8;
+	if (w->kind == LK_Q6_K) F(v6_n)(w, row, x, xs, out, 1);
+	else if (w->kind == LK_Q5_K) F(vk_n)(w, row, x, xs, out, 1, 1);
+	else F(vk_n)(w, row, x, xs, out, 0, 1);
+}
+
 #if DOTPROD
 // wide2 runs nw (1 or 2) decoded weight rows (codes, scale and zero as decode_c writes them)
 // against the 16 activation rows r0..r0+15 of one x8 tile: each weight row's 32 codes of a block
@@ -354,6 +458,10 @@ static void F(fill)(laya_impl *dst, const laya_impl *portable) {
 	dst->dot[LK_AFF4] = F(aff4);
 	dst->vecpair[LK_Q4_0] = F(vecpair_q4_0);
 	dst->vecpair[LK_AFF4] = F(vecpair_aff4);
+	for (int k = LK_Q4_K; k <= LK_Q6_K; k++) {
+		dst->vec[k] = F(vec_kq);
+		dst->vecpair[k] = F(vecpair_kq);
+	}
 #if DOTPROD
 	// Prefill's 8-row tiles need sdot by lane; plain NEON runs prefill through dot.
 	dst->tile8[LK_Q4_0] = F(tile8_q4_0);
