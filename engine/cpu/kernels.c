@@ -484,7 +484,7 @@ void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *wp,
 	const int8_t *x8, long xstride, int nx, int pairs, float *dst, long ldd, const float *bias) {
 	lw desc = {kind, rows, cols, rowbytes, wp, sc, bi, sdt, group}, *w = &desc;
 	laya_dotfn f = impl->dot[kind];
-	laya_tile8fn t8 = x8 ? impl->tile8[kind] : 0, t16 = x8 ? impl->tile16[kind] : 0;
+	laya_tile8fn t8 = x8 ? impl->tile8[kind] : 0;
 	int isfloat = kind == LK_F32 || kind == LK_F16 || kind == LK_BF16;
 	long step = isfloat ? (long)sizeof(float) : (long)sizeof(lq8);
 	float tmp[32];
@@ -566,13 +566,7 @@ void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *wp,
 	}
 	for (int o = r0; o < r1;) {
 		// The tiles take two weight rows at a time, which share their activation loads.
-		int nw = (t8 || t16) && o + 1 < r1 ? 2 : 1, r = 0;
-		if (t16) {
-			for (; r + 16 <= nx; r += 16) {
-				t16(w, o, nw, x8, xt, nx, r, tmp);
-				for (int v = 0; v < nw; v++) laya_store(dst, ldd, o + v, r, 16, tmp + 16 * v, bias ? bias[o + v] : 0, pairs);
-			}
-		}
+		int nw = t8 && o + 1 < r1 ? 2 : 1, r = 0;
 		if (t8) {
 			for (; r + 8 <= nx; r += 8) {
 				t8(w, o, nw, x8, xt, nx, r, tmp);

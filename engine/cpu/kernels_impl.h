@@ -11,8 +11,8 @@
 typedef void (*laya_dotfn)(const lw *w, int row, const void *x, long xstride, int nx, float *out);
 
 // laya_tile8fn computes nw (1 or 2) weight rows from row on against activation rows r0..r0+7
-// (or r0..r0+15 for the 16-row kernels; r0 a multiple of 8) of nrows, reading their interleaved
-// codes x8 and transposed scales xt (see laya_quantize), and writes 8 (16) outputs per weight row.
+// (r0 a multiple of 8) of nrows, reading their interleaved codes x8 and transposed scales xt (see
+// laya_quantize), and writes 8 outputs per weight row.
 typedef void (*laya_tile8fn)(const lw *w, int row, int nw, const int8_t *x8, const float *xt, int nrows, int r0, float *out);
 
 // laya_vecfn computes one weight row against a single activation row with its transposed scales
@@ -33,14 +33,13 @@ typedef struct {
 	// rows (out[v*LAYA_NX + r]); nw may be smaller for the last rows.
 	void (*fwide)(const lw *w, int row, int nw, const float *x, long xstride, int nx, float *out);
 	int fwnw;
-	// tile8 and tile16 hold 8- and 16-row kernels for the kinds that have them (NULL elsewhere):
-	// with 8 rows in one vector the float scaling runs once per block instead of once per row,
-	// which is what bounds prefill; 16 rows share each decoded weight block twice as often.
-	laya_tile8fn tile8[LK_NKINDS], tile16[LK_NKINDS];
+	// tile8 holds 8-row kernels for the kinds that have them (NULL elsewhere): with 8 rows in one
+	// vector the float scaling runs once per block instead of once per row.
+	laya_tile8fn tile8[LK_NKINDS];
 	// decode writes nw weight rows as unsigned codes with a scale and zero per block, which
-	// wide (512-bit, up to 4 weight rows against 16 or 32 activation rows) runs for every kind
-	// that has a decoder; zk[kind] != 0 says its zeros are zk*scale. Where present, they run
-	// before the 8- and 16-row tiles.
+	// wide (up to 4 weight rows against 16 or 32 activation rows) runs for every kind that has a
+	// decoder; zk[kind] != 0 says its zeros are zk*scale. Where both are present they take every
+	// 16 activation rows, and the 8-row tiles what is left.
 	void (*decode[LK_NKINDS])(const lw *w, int row, int nw, uint8_t *codes, float *scale, float *zero);
 	float zk[LK_NKINDS];
 	// small: every code is below 16 (4-bit kinds), which lets 16-bit sums go further; g2: each

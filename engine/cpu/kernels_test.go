@@ -164,7 +164,7 @@ func TestResidualQuantization(t *testing.T) {
 
 // TestKernelsAgree runs every dtype through every kernel level with odd row counts, activation
 // row counts around the 4-, 8-, 16- and 32-row tiles, 1..3 threads, and with the kernels that need
-// transposed scales (8-block decode, 8- and 16-row prefill) on and off. Levels share the activation quantization
+// transposed scales (decode mat-vecs, prefill tiles) on and off. Levels share the activation quantization
 // and their integer block sums are exact, so they may differ only by float summation order;
 // all must stay within the quantization bound of the float64 reference.
 func TestKernelsAgree(t *testing.T) {

@@ -401,13 +401,13 @@ DISPATCHK(aff4, affine_s, 1)
 DISPATCHK(aff8, affine_s, 0)
 
 // tile runs nw (1 or 2) consecutive Q4_0 (aff = 0) or 4-bit Affine (aff = 1) weight rows against
-// nt*8 activation rows (nt = 1 or 2 tiles of 8) held interleaved (x8, see laya_quantize): per
-// block, each group of 4 weight codes is broadcast and multiplied with the same 4 elements of 8
-// rows at once, so one vector collects the block's dot products for 8 rows and is scaled once by
-// the weight scale times the rows' scales. The zero point (-8*d for Q4_0, the bias for Affine)
-// multiplies the rows' sums. Two weight rows share every activation load, which halves the
-// activation traffic from L2 that bounds prefill. out receives nt*8 values per weight row.
-INLINE void F(tile_n)(const lw *w, int row, const int8_t *x8, const float *xt, int nrows, int r0, float *out, int nw, int nt, int aff, int sdt) {
+// the 8 activation rows r0..r0+7 held interleaved (x8, see laya_quantize): per block, each group
+// of 4 weight codes is broadcast and multiplied with the same 4 elements of 8 rows at once, so
+// one vector collects the block's dot products for 8 rows and is scaled once by the weight scale
+// times the rows' scales. The zero point (-8*d for Q4_0, the bias for Affine) multiplies the
+// rows' sums. It takes the 8 rows that wide leaves over, and the tiles of fewer than 16 rows.
+// out receives 8 values per weight row.
+INLINE void F(tile_n)(const lw *w, int row, const int8_t *x8, const float *xt, int nrows, int r0, float *out, int nw, int aff, int sdt) {
 	int nb = w->cols / 32, sh = 0;
 	long ng = 0;
 	if (aff) {
@@ -415,14 +415,12 @@ INLINE void F(tile_n)(const lw *w, int row, const int8_t *x8, const float *xt, i
 		ng = w->cols / w->group;
 	}
 	const float *xd = xt + r0, *xds = xt + (long)nb * nrows + r0;
-	// 8-row tile u starts at row r0 + 8u: its 16-row tile, then its half of that.
-	const int8_t *xu[2];
-	for (int u = 0; u < nt; u++) xu[u] = x8 + (long)((r0 + 8 * u) / 16) * nb * 512 + 32 * (((r0 + 8 * u) / 8) & 1);
-	__m256 acc[2][2], corr[2][2];
-	for (int v = 0; v < nw; v++)
-		for (int u = 0; u < nt; u++) acc[v][u] = corr[v][u] = _mm256_setzero_ps();
+	// The rows' 16-row tile, then their half of it.
+	const int8_t *xb = x8 + (long)(r0 / 16) * nb * 512 + 32 * ((r0 / 8) & 1);
+	__m256 acc[2], corr[2];
+	for (int v = 0; v < nw; v++) acc[v] = corr[v] = _mm256_setzero_ps();
 	uint32_t codes[2][8] __attribute__((aligned(32)));
-	for (int b = 0; b < nb; b++) {
+	for (int b = 0; b < nb; b++, xb += 512) {
 		__m256 sv[2], zv[2];
 		for (int v = 0; v < nw; v++) {
 			const uint8_t *p = w->w + (long)(row + v) * w->rowbytes;
@@ -441,55 +439,46 @@ INLINE void F(tile_n)(const lw *w, int row, const int8_t *x8, const float *xt, i
 			}
 			_mm256_store_si256((__m256i *)codes[v], q);
 		}
-		__m256i s[2][2][2];
-		for (int v = 0; v < nw; v++)
-			for (int u = 0; u < nt; u++) s[v][u][0] = s[v][u][1] = _mm256_setzero_si256();
+		__m256i s[2][2];
+		for (int v = 0; v < nw; v++) s[v][0] = s[v][1] = _mm256_setzero_si256();
 		for (int k = 0; k < 8; k++) {
-			for (int u = 0; u < nt; u++) {
-				__m256i xv = LOADU(xu[u] + (long)b * 512 + 64 * k);
-				for (int v = 0; v < nw; v++) {
-					__m256i c = _mm256_set1_epi32((int)codes[v][k]);
+			__m256i xv = LOADU(xb + 64 * k);
+			for (int v = 0; v < nw; v++) {
+				__m256i c = _mm256_set1_epi32((int)codes[v][k]);
 #if VNNI
-					s[v][u][k & 1] = _mm256_dpbusd_epi32(s[v][u][k & 1], c, xv);
+				s[v][k & 1] = _mm256_dpbusd_epi32(s[v][k & 1], c, xv);
 #else
-					s[v][u][k & 1] = _mm256_add_epi32(s[v][u][k & 1], F(dotu8)(c, xv));
+				s[v][k & 1] = _mm256_add_epi32(s[v][k & 1], F(dotu8)(c, xv));
 #endif
-				}
 			}
 		}
-		for (int u = 0; u < nt; u++) {
-			__m256 d = _mm256_loadu_ps(xd + (long)b * nrows + 8 * u), ds = _mm256_loadu_ps(xds + (long)b * nrows + 8 * u);
-			for (int v = 0; v < nw; v++) {
-				__m256 f = _mm256_mul_ps(d, sv[v]);
-				acc[v][u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(s[v][u][0], s[v][u][1])), f, acc[v][u]);
-				corr[v][u] = _mm256_fmadd_ps(ds, zv[v], corr[v][u]);
-			}
+		__m256 d = _mm256_loadu_ps(xd + (long)b * nrows), ds = _mm256_loadu_ps(xds + (long)b * nrows);
+		for (int v = 0; v < nw; v++) {
+			acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(s[v][0], s[v][1])), _mm256_mul_ps(d, sv[v]), acc[v]);
+			corr[v] = _mm256_fmadd_ps(ds, zv[v], corr[v]);
 		}
 	}
-	for (int v = 0; v < nw; v++)
-		for (int u = 0; u < nt; u++) _mm256_storeu_ps(out + 8 * (nt * v + u), _mm256_add_ps(acc[v][u], corr[v][u]));
+	for (int v = 0; v < nw; v++) _mm256_storeu_ps(out + 8 * v, _mm256_add_ps(acc[v], corr[v]));
 }
 
 // TILE2 expands a tile call for nw = 1 or 2 weight rows with everything else constant.
-#define TILE2(nt, aff, sdt)                                                                   \
-	do {                                                                                      \
-		if (nw == 2) F(tile_n)(w, row, x8, xt, nrows, r0, out, 2, nt, aff, sdt);               \
-		else F(tile_n)(w, row, x8, xt, nrows, r0, out, 1, nt, aff, sdt);                       \
+#define TILE2(aff, sdt)                                                                   \
+	do {                                                                                  \
+		if (nw == 2) F(tile_n)(w, row, x8, xt, nrows, r0, out, 2, aff, sdt);               \
+		else F(tile_n)(w, row, x8, xt, nrows, r0, out, 1, aff, sdt);                       \
 	} while (0)
-#define TILES(nt)                                                                                                     \
-	static void F(tile##nt##_q4_0)(const lw *w, int row, int nw, const int8_t *x8, const float *xt, int nrows, int r0, float *out) { \
-		TILE2(nt / 8, 0, 0);                                                                                      \
-	}                                                                                                             \
-	static void F(tile##nt##_aff4)(const lw *w, int row, int nw, const int8_t *x8, const float *xt, int nrows, int r0, float *out) { \
-		switch (w->sdt) {                                                                                         \
-		case LS_F16: TILE2(nt / 8, 1, LS_F16); break;                                                             \
-		case LS_BF16: TILE2(nt / 8, 1, LS_BF16); break;                                                           \
-		default: TILE2(nt / 8, 1, LS_F32); break;                                                                 \
-		}                                                                                                         \
+
+static void F(tile8_q4_0)(const lw *w, int row, int nw, const int8_t *x8, const float *xt, int nrows, int r0, float *out) {
+	TILE2(0, 0);
+}
+
+static void F(tile8_aff4)(const lw *w, int row, int nw, const int8_t *x8, const float *xt, int nrows, int r0, float *out) {
+	switch (w->sdt) {
+	case LS_F16: TILE2(1, LS_F16); break;
+	case LS_BF16: TILE2(1, LS_BF16); break;
+	default: TILE2(1, LS_F32); break;
 	}
-TILES(8)
-TILES(16)
-#undef TILES
+}
 #undef TILE2
 
 // The decoders write nw weight rows as 32 unsigned codes per block (in the order of their
@@ -1262,7 +1251,6 @@ static const laya_impl F(impl) = {
 		2,
 #endif
 	.tile8 = {[LK_Q4_0] = F(tile8_q4_0), [LK_AFF4] = F(tile8_aff4)},
-	.tile16 = {[LK_Q4_0] = F(tile16_q4_0), [LK_AFF4] = F(tile16_aff4)},
 	.decode = {
 		[LK_Q4_0] = F(decode_q4_0), [LK_Q5_0] = F(decode_q5_0), [LK_Q4_K] = F(decode_k), [LK_Q5_K] = F(decode_k),
 		[LK_Q6_K] = F(decode_q6k), [LK_AFF4] = F(decode_aff),

@@ -11,8 +11,8 @@ import (
 // lq8Size is the size of one C activation block (kernels.h lq8): 32 int8 codes, scale, sums.
 const lq8Size = 44
 
-// tile8 enables the kernels that read transposed scales and interleaved codes (8-block
-// decode, 8- and 16-row prefill); tests turn it off to check them against the others.
+// tile8 enables the kernels that read transposed scales and interleaved codes (decode mat-vecs,
+// prefill tiles); tests turn it off to check them against the others.
 var tile8 = true
 
 // matrix is a prepared weight matrix: the tensor plus the kernel that runs it.
