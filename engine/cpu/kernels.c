@@ -507,7 +507,7 @@ void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *wp,
 		// against every 16 or 32 activation rows.
 		static __thread uint8_t *dec;
 		static __thread long deccap;
-		int nb = cols / 32, small = kind == LK_Q4_0 || kind == LK_Q4_K || kind == LK_AFF4;
+		int nb = cols / 32;
 		int g2 = (kind == LK_AFF4 || kind == LK_AFF8) && group >= 64 && nb % 2 == 0;
 		long need = 4L * nb * (32 + 2 * sizeof(float));
 		if (need > deccap) {
@@ -526,7 +526,7 @@ void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *wp,
 			impl->decode[kind](w, o, nw, codes, scale, zero);
 			while (r + 16 <= nx) {
 				int nt = r + 32 <= nx ? 2 : 1, n = 16 * nt;
-				impl->wide(codes, scale, zero, impl->zk[kind], small, g2, nw * vf, nb, x8, xt, nx, r, nt, wt);
+				impl->wide(codes, scale, zero, impl->zk[kind], impl->cls[kind], g2, nw * vf, nb, x8, xt, nx, r, nt, wt);
 				if (vf == 2) // fold each virtual pair into its row's slot
 					for (int v = 0; v < nw; v++)
 						for (int i = 0; i < n; i++) wt[n * v + i] = wt[n * 2 * v + i] + wt[n * (2 * v + 1) + i];

@@ -432,9 +432,9 @@ INLINE void F(wide2_n)(const uint8_t *codes, const float *scale, const float *ze
 }
 
 // wide splits its nw (1..4) rows by nt*16 activation rows into calls of wide2_n.
-static void F(wide)(const uint8_t *codes, const float *scale, const float *zero, float zk, int small, int g2, int nw, int nb,
+static void F(wide)(const uint8_t *codes, const float *scale, const float *zero, float zk, int cls, int g2, int nw, int nb,
 	const int8_t *x8, const float *xt, int nrows, int r0, int nt, float *out) {
-	(void)small;
+	(void)cls; // sdot takes every code below 64 as it is
 	(void)g2;
 	float tmp[2 * 16];
 	for (int v = 0; v < nw; v += 2) {

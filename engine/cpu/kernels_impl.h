@@ -8,6 +8,10 @@
 // for all of them, which is what makes batched prefill cheaper than separate mat-vecs.
 #define LAYA_NX 4
 
+// Classes of decoded weight codes (laya_impl.cls): unsigned below 128, unsigned below 16, or
+// signed bytes.
+enum { LC_U7, LC_U4, LC_S8 };
+
 typedef void (*laya_dotfn)(const lw *w, int row, const void *x, long xstride, int nx, float *out);
 
 // laya_tile8fn computes nw (1 or 2) weight rows from row on against activation rows r0..r0+7
@@ -42,9 +46,11 @@ typedef struct {
 	// 16 activation rows, and the 8-row tiles what is left.
 	void (*decode[LK_NKINDS])(const lw *w, int row, int nw, uint8_t *codes, float *scale, float *zero);
 	float zk[LK_NKINDS];
-	// small: every code is below 16 (4-bit kinds), which lets 16-bit sums go further; g2: each
-	// even block shares its scale and zero with the next (Affine with groups of 64 or more).
-	void (*wide)(const uint8_t *codes, const float *scale, const float *zero, float zk, int small, int g2, int nw, int nb,
+	// cls[kind] says what the decoder's codes are (LC_*), for kernels whose products are summed
+	// in 16 bits; g2: each even block shares its scale and zero with the next (Affine with
+	// groups of 64 or more).
+	int cls[LK_NKINDS];
+	void (*wide)(const uint8_t *codes, const float *scale, const float *zero, float zk, int cls, int g2, int nw, int nb,
 		const int8_t *x8, const float *xt, int nrows, int r0, int nt, float *out);
 	// vec holds single-row kernels that scale eight blocks at once (decode), where present;
 	// vecpair the same for one residual pair.

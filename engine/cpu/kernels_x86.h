@@ -502,8 +502,14 @@ static void F(decode_q8_0)(const lw *w, int row, int nw, uint8_t *codes, float *
 		const uint8_t *p = w->w + (long)(row + v) * w->rowbytes;
 		for (int b = 0; b < nb; b++, codes += 32) {
 			scale[v * nb + b] = F(half)(p + 34 * b);
+#if VNNI
 			// q + 128 as an unsigned byte; the zero is -128*scale.
 			_mm256_storeu_si256((__m256i *)codes, _mm256_xor_si256(LOADU(p + 34 * b + 2), _mm256_set1_epi8((char)0x80)));
+#else
+			// The signed codes themselves (LC_S8), with no zero.
+			_mm256_storeu_si256((__m256i *)codes, LOADU(p + 34 * b + 2));
+			zero[v * nb + b] = 0;
+#endif
 		}
 	}
 	(void)zero;
@@ -600,10 +606,16 @@ INLINE void F(decode_aff_n)(const lw *w, int row, int nw, uint8_t *codes, float 
 	long ng = w->cols / w->group;
 	for (int v = 0; v < nw; v++) {
 		const uint8_t *p = w->w + (long)(row + v) * w->rowbytes;
-		for (int b = 0; b < nb; b++, codes += 32)
-			_mm256_storeu_si256((__m256i *)codes, four ? F(nib32)(p + 16 * b) : LOADU(p + 32 * b));
+		// Without VNNI, 8-bit codes are stored less 128 as signed bytes (LC_S8), the zero taking
+		// the 128*scale back.
+		const int s8 = !VNNI && !four;
+		for (int b = 0; b < nb; b++, codes += 32) {
+			__m256i c = four ? F(nib32)(p + 16 * b) : LOADU(p + 32 * b);
+			_mm256_storeu_si256((__m256i *)codes, s8 ? _mm256_xor_si256(c, _mm256_set1_epi8((char)0x80)) : c);
+		}
 		for (long g = 0; g < ng; g++) {
 			float sv = F(comp)(w->sc, sdt, (long)(row + v) * ng + g), zv = F(comp)(w->bi, sdt, (long)(row + v) * ng + g);
+			if (s8) zv += 128 * sv;
 			for (int i = 0; i < per; i++) {
 				scale[v * nb + g * per + i] = sv;
 				zero[v * nb + g * per + i] = zv;
@@ -688,9 +700,9 @@ INLINE void F(wide_n)(const uint8_t *codes, const float *scale, const float *zer
 
 // With g2 (only for kinds with their own zeros), blocks b and b+1 (b even) share their scale and
 // zero, so the float work of the two is one multiply-add per row pair.
-static void F(wide)(const uint8_t *codes, const float *scale, const float *zero, float zk, int small, int g2, int nw, int nb,
+static void F(wide)(const uint8_t *codes, const float *scale, const float *zero, float zk, int cls, int g2, int nw, int nb,
 	const int8_t *x8, const float *xt, int nrows, int r0, int nt, float *out) {
-	(void)small; // vpdpbusd widens every product
+	(void)cls; // vpdpbusd widens every product of unsigned codes
 	if (zk != 0) {
 		if (nt == 2) WIDE4(2, 1, 0);
 		else WIDE4(1, 1, 0);
@@ -705,10 +717,13 @@ static void F(wide)(const uint8_t *codes, const float *scale, const float *zero,
 #undef WIDE4
 #else
 // wide2 is wide for 256-bit vectors: nw (1 or 2) decoded weight rows against the 16 activation
-// rows r0..r0+15 (two 8-row halves of one x8 tile). With small (all codes below 16) a block's
-// 16-bit product pairs add up without overflow (8 groups * 2 * 15 * 127 < 2^15), so they widen
-// to 32 bits once per block instead of once per group. out receives 16 values per weight row.
-INLINE void F(wide2_n)(const uint8_t *codes, const float *scale, const float *zero, int nb, const int8_t *x8, const float *xt, int nrows, int r0, float *out, int nw, float zk, int small) {
+// rows r0..r0+15 (two 8-row halves of one x8 tile). vpmaddubsw sums pairs of products in 16
+// bits: with LC_U4 codes (below 16) a whole block's pairs add up without overflow (8 groups * 2
+// * 15 * 127 < 2^15), so they widen to 32 bits once per block instead of once per group; LC_S8
+// codes take the usual sign trick (|code| times activation with the code's sign), whose pairs
+// stay within 2 * 128 * 127. out receives 16 values per weight row.
+INLINE void F(wide2_n)(const uint8_t *codes, const float *scale, const float *zero, int nb, const int8_t *x8, const float *xt, int nrows, int r0, float *out, int nw, float zk, int cls) {
+	const int small = cls == LC_U4;
 	const float *xd = xt + r0, *xds = xt + (long)nb * nrows + r0;
 	const int8_t *xb = x8 + (long)(r0 / 16) * nb * 512;
 	const int32_t *cw = (const int32_t *)codes;
@@ -722,8 +737,15 @@ INLINE void F(wide2_n)(const uint8_t *codes, const float *scale, const float *ze
 		for (int k = 0; k < 8; k++) {
 			__m256i x0 = LOADU(xb + 64 * k), x1 = LOADU(xb + 64 * k + 32);
 			for (int v = 0; v < nw; v++) {
-				__m256i c = _mm256_set1_epi32(cw[((long)v * nb + b) * 8 + k]);
-				__m256i p0 = _mm256_maddubs_epi16(c, x0), p1 = _mm256_maddubs_epi16(c, x1);
+				__m256i c = _mm256_set1_epi32(cw[((long)v * nb + b) * 8 + k]), p0, p1;
+				if (cls == LC_S8) {
+					__m256i a = _mm256_sign_epi8(c, c);
+					p0 = _mm256_maddubs_epi16(a, _mm256_sign_epi8(x0, c));
+					p1 = _mm256_maddubs_epi16(a, _mm256_sign_epi8(x1, c));
+				} else {
+					p0 = _mm256_maddubs_epi16(c, x0);
+					p1 = _mm256_maddubs_epi16(c, x1);
+				}
 				if (small) {
 					s[v][0] = _mm256_add_epi16(s[v][0], p0);
 					s[v][1] = _mm256_add_epi16(s[v][1], p1);
@@ -754,20 +776,21 @@ INLINE void F(wide2_n)(const uint8_t *codes, const float *scale, const float *ze
 
 // wide splits its nw (1..4) rows by nt*16 activation rows into calls of wide2_n, which keeps
 // its accumulators within the sixteen 256-bit registers.
-static void F(wide)(const uint8_t *codes, const float *scale, const float *zero, float zk, int small, int g2, int nw, int nb,
+static void F(wide)(const uint8_t *codes, const float *scale, const float *zero, float zk, int cls, int g2, int nw, int nb,
 	const int8_t *x8, const float *xt, int nrows, int r0, int nt, float *out) {
 	(void)g2; // the 256-bit kernel scales every block
 	float tmp[2 * 16];
-#define WIDE2(n, zk, small) F(wide2_n)(c, sc, z, nb, x8, xt, nrows, r0 + 16 * u, tmp, n, zk, small)
+#define WIDE2(n, zk, cls) F(wide2_n)(c, sc, z, nb, x8, xt, nrows, r0 + 16 * u, tmp, n, zk, cls)
 	for (int v = 0; v < nw; v += 2) {
 		int n = nw - v < 2 ? 1 : 2;
 		const uint8_t *c = codes + (long)v * nb * 32;
 		const float *sc = scale + (long)v * nb, *z = zero + (long)v * nb;
 		for (int u = 0; u < nt; u++) {
-			if (zk != 0 && small) n == 2 ? WIDE2(2, zk, 1) : WIDE2(1, zk, 1);
-			else if (zk != 0) n == 2 ? WIDE2(2, zk, 0) : WIDE2(1, zk, 0);
-			else if (small) n == 2 ? WIDE2(2, 0, 1) : WIDE2(1, 0, 1);
-			else n == 2 ? WIDE2(2, 0, 0) : WIDE2(1, 0, 0);
+			if (zk != 0 && cls == LC_U4) n == 2 ? WIDE2(2, zk, LC_U4) : WIDE2(1, zk, LC_U4);
+			else if (zk != 0) n == 2 ? WIDE2(2, zk, LC_U7) : WIDE2(1, zk, LC_U7);
+			else if (cls == LC_U4) n == 2 ? WIDE2(2, 0, LC_U4) : WIDE2(1, 0, LC_U4);
+			else if (cls == LC_S8) n == 2 ? WIDE2(2, 0, LC_S8) : WIDE2(1, 0, LC_S8);
+			else n == 2 ? WIDE2(2, 0, LC_U7) : WIDE2(1, 0, LC_U7);
 			for (int j = 0; j < n; j++) memcpy(out + (long)(v + j) * nt * 16 + 16 * u, tmp + 16 * j, 16 * sizeof(float));
 		}
 	}
@@ -1253,12 +1276,19 @@ static const laya_impl F(impl) = {
 	.tile8 = {[LK_Q4_0] = F(tile8_q4_0), [LK_AFF4] = F(tile8_aff4)},
 	.decode = {
 		[LK_Q4_0] = F(decode_q4_0), [LK_Q5_0] = F(decode_q5_0), [LK_Q4_K] = F(decode_k), [LK_Q5_K] = F(decode_k),
-		[LK_Q6_K] = F(decode_q6k), [LK_AFF4] = F(decode_aff),
-#if VNNI // 8-bit codes would saturate vpmaddubsw's 16-bit pair sums
-		[LK_Q8_0] = F(decode_q8_0), [LK_AFF8] = F(decode_aff),
+		[LK_Q6_K] = F(decode_q6k), [LK_AFF4] = F(decode_aff), [LK_Q8_0] = F(decode_q8_0), [LK_AFF8] = F(decode_aff),
+	},
+	.cls = {
+		[LK_Q4_0] = LC_U4, [LK_Q4_K] = LC_U4, [LK_AFF4] = LC_U4,
+#if !VNNI
+		[LK_Q8_0] = LC_S8, [LK_AFF8] = LC_S8,
 #endif
 	},
+#if VNNI
 	.zk = {[LK_Q4_0] = -8, [LK_Q8_0] = -128, [LK_Q5_0] = -16, [LK_Q6_K] = -32},
+#else
+	.zk = {[LK_Q4_0] = -8, [LK_Q5_0] = -16, [LK_Q6_K] = -32},
+#endif
 	.wide = F(wide),
 	.vec = {[LK_Q4_0] = F(vec_q4_0), [LK_AFF4] = F(vec_aff4), [LK_Q4_K] = F(vec_k), [LK_Q5_K] = F(vec_k), [LK_Q6_K] = F(vec_q6k)},
 	.vecpair = {[LK_Q4_0] = F(vecpair_q4_0), [LK_AFF4] = F(vecpair_aff4), [LK_Q4_K] = F(vecpair_k), [LK_Q5_K] = F(vecpair_k), [LK_Q6_K] = F(vecpair_q6k)},
