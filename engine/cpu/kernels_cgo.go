@@ -83,10 +83,23 @@ func kindPermutes(kind int) bool { return C.laya_quant_perm(C.int(kind)) != 0 }
 
 // quantize fills q (qrows*cols/32 blocks of lq8Size bytes, as uint32 words; qrows is rows, or
 // 2*rows with residual pairs, see kernels.h) from x, and, when they are not empty, xt
-// (2*qrows*cols/32 floats) and x8 ((qrows/8+1)/2*16*cols bytes, or qrows*cols below 8 rows; only with
-// xt) with the transposed scales and rearranged codes the 8-block and 8-row kernels read.
-// scratch holds cols floats.
+// (max(2*qrows, 4)*cols/32 floats) and x8 ((qrows/8+1)/2*16*cols bytes, or qrows*cols below 8
+// rows; only with xt) with the transposed scales and rearranged codes the decode and tile kernels
+// read. scratch holds cols floats. Short buffers are a bug in this package, not bad input: C
+// would write past them, so they panic.
 func quantize(x []float32, rows, cols int, q []uint32, perm, resid bool, scratch, xt []float32, x8 []int8) {
+	qrows := rows
+	if resid {
+		qrows = 2 * rows
+	}
+	n8 := (qrows/8 + 1) / 2 * 16 * cols
+	if qrows < 8 {
+		n8 = qrows * cols
+	}
+	if len(x) < rows*cols || len(q)*4 < qrows*cols/32*lq8Size || len(scratch) < cols ||
+		(len(xt) > 0 && len(xt) < max(2*qrows, 4)*cols/32) || (len(xt) > 0 && len(x8) > 0 && len(x8) < n8) {
+		panic(fmt.Sprintf("cpu: quantize buffers too short for %d x %d", rows, cols))
+	}
 	var t *C.float
 	var t8 *C.int8_t
 	if len(xt) > 0 {
