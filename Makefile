@@ -22,6 +22,8 @@ test-go:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
 	CGO_ENABLED=0 $(GO) test -count=1 ./engine/cpu/
+	# The archsimd kernel the C kernels were measured against (see engine/cpu/archsimd_test.go).
+	GOEXPERIMENT=simd $(GO) test -count=1 -run ArchSIMD ./engine/cpu/
 
 # The CPU backend's NEON kernels as an arm64 binary under qemu (installs the cross toolchain and
 # qemu-user with apt when missing); CI runs it after `make test`.
