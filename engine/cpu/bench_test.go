@@ -64,3 +64,49 @@ func BenchmarkAttentionDecode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeMatVecs runs the mat-vecs of one TinyLlama decode step: 22 layers of Q4_0
+// q, k, v, o, gate, up and down plus the output head, each with its own weights (555 MB, so they
+// stream from DRAM as in decode). Against `laya bench`'s decode ms/token it shows how much of a
+// step is outside the kernels.
+func BenchmarkDecodeMatVecs(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	q40 := func(rows, cols int) *tensor.Tensor {
+		t := &tensor.Tensor{Name: "w", DType: tensor.Q4_0, Shape: []int{rows, cols}, Data: make([]byte, rows*cols/32*18)}
+		for i := range t.Data {
+			t.Data[i] = byte(r.Uint32())
+		}
+		for i := 0; i < len(t.Data); i += 18 {
+			t.Data[i], t.Data[i+1] = 0, 0x20 // scale 2^-7: finite, not subnormal
+		}
+		return t
+	}
+	var ws []*tensor.Tensor
+	var bytes int64
+	for range 22 {
+		for _, s := range [][2]int{{2048, 2048}, {256, 2048}, {256, 2048}, {2048, 2048}, {5632, 2048}, {5632, 2048}, {2048, 5632}} {
+			ws = append(ws, q40(s[0], s[1]))
+		}
+	}
+	ws = append(ws, q40(32000, 2048))
+	for _, w := range ws {
+		bytes += int64(len(w.Data))
+	}
+	for _, mode := range []string{"precise", "int8"} {
+		b.Run(mode, func(b *testing.B) {
+			c := newCPU(b, 0)
+			c.residual = mode == "precise"
+			x := bufOf(c, randVec(r, 5632))
+			dst := c.NewBuffer(32000)
+			b.SetBytes(bytes)
+			for range b.N {
+				for _, w := range ws {
+					c.MatMul(dst, x, w, nil, 1)
+				}
+			}
+			if err := c.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
