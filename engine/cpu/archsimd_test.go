@@ -19,7 +19,8 @@ import (
 //
 //	GOEXPERIMENT=simd go test -run ArchSIMD -bench ArchSIMD ./engine/cpu
 
-// vecQ40Go computes rows [r0, r1) of a Q4_0 matrix against one int8 activation row laid out as
+// vecQ40Go computes rows [r0, r1) of a Q4_0 matrix (cols a multiple of 256: the C kernel's tail
+// loop is left out) against one int8 activation row laid out as
 // laya_quantize writes it for decode: block scales xt[b], d-scaled sums xt[nb+b], and codes x8
 // by block pairs.
 func vecQ40Go(w []byte, cols, r0, r1 int, xt []float32, x8 []int8, out []float32) {
