@@ -58,8 +58,19 @@ INLINE void F(nib)(const uint8_t *p, int aff, int8x16_t *lo, int8x16_t *hi) {
 	}
 }
 
-// scalebias returns block b's weight scale and, for Affine, its group's bias (w = s*q + z).
-INLINE void F(scalebias)(const lw *w, const uint8_t *p, int b, int aff, int sdt, int sh, long g0, float *s, float *z) {
+// groups sets the Affine group shift (groups are 32 << sh elements) and row's first group index.
+INLINE void F(groups)(const lw *w, int row, int aff, int *sh, long *g0) {
+	*sh = 0;
+	*g0 = 0;
+	if (!aff) return;
+	while ((32 << *sh) < w->group) (*sh)++;
+	*g0 = (long)row * (w->cols / w->group);
+}
+
+// block reads block b of a Q4_0 (aff = 0) or 4-bit Affine row p: its codes as two halves, its
+// weight scale and, for Affine, its group's bias (w = s*q + z).
+INLINE void F(block)(const lw *w, const uint8_t *p, int b, int aff, int sdt, int sh, long g0, float *s, float *z,
+	int8x16_t *lo, int8x16_t *hi) {
 	if (aff) {
 		long g = g0 + (b >> sh);
 		*s = F(comp)(w->sc, sdt, g);
@@ -68,6 +79,7 @@ INLINE void F(scalebias)(const lw *w, const uint8_t *p, int b, int aff, int sdt,
 		*s = F(half)(p + 18 * b);
 		*z = 0;
 	}
+	F(nib)(aff ? p + 16 * b : p + 18 * b + 2, aff, lo, hi);
 }
 
 // nib_n runs one Q4_0 (aff = 0) or 4-bit Affine (aff = 1) weight row against nx (1..LAYA_NX)
@@ -76,12 +88,9 @@ INLINE void F(scalebias)(const lw *w, const uint8_t *p, int b, int aff, int sdt,
 INLINE void F(nib_n)(const lw *w, int row, const void *xv, long xs, int nx, float *out, int aff, int sdt) {
 	const uint8_t *p = w->w + row * w->rowbytes;
 	const lq8 *x = (const lq8 *)xv;
-	int nb = w->cols / 32, sh = 0;
-	long g0 = 0;
-	if (aff) {
-		while ((32 << sh) < w->group) sh++; // groups are 32 << sh elements
-		g0 = (long)row * (w->cols / w->group);
-	}
+	int nb = w->cols / 32, sh;
+	long g0;
+	F(groups)(w, row, aff, &sh, &g0);
 	float32x4_t acc[LAYA_NX];
 	float corr[LAYA_NX];
 	for (int r = 0; r < nx; r++) {
@@ -93,9 +102,8 @@ INLINE void F(nib_n)(const lw *w, int row, const void *xv, long xs, int nx, floa
 		// ahead of the decode.
 		__builtin_prefetch((const char *)p + (aff ? 16 : 18) * b + LAYA_PF);
 		float s, z;
-		F(scalebias)(w, p, b, aff, sdt, sh, g0, &s, &z);
 		int8x16_t lo, hi;
-		F(nib)(aff ? p + 16 * b : p + 18 * b + 2, aff, &lo, &hi);
+		F(block)(w, p, b, aff, sdt, sh, g0, &s, &z, &lo, &hi);
 		for (int r = 0; r < nx; r++) {
 			const lq8 *xb = x + r * xs + b;
 			int32x4_t t = F(dot32)(vdupq_n_s32(0), lo, hi, xb->q);
@@ -165,20 +173,16 @@ DISPATCH(aff4, aff4_s)
 INLINE void F(pair_n)(const lw *w, int row, const lq8 *x, long xs, float *out, int aff, int sdt) {
 	const uint8_t *p = w->w + row * w->rowbytes;
 	const lq8 *xr = x + xs;
-	int nb = w->cols / 32, sh = 0;
-	long g0 = 0;
-	if (aff) {
-		while ((32 << sh) < w->group) sh++;
-		g0 = (long)row * (w->cols / w->group);
-	}
+	int nb = w->cols / 32, sh;
+	long g0;
+	F(groups)(w, row, aff, &sh, &g0);
 	float32x4_t acc = vdupq_n_f32(0);
 	float corr = 0;
 	for (int b = 0; b < nb; b++) {
 		__builtin_prefetch((const char *)p + (aff ? 16 : 18) * b + LAYA_PF);
 		float s, z;
-		F(scalebias)(w, p, b, aff, sdt, sh, g0, &s, &z);
 		int8x16_t lo, hi;
-		F(nib)(aff ? p + 16 * b : p + 18 * b + 2, aff, &lo, &hi);
+		F(block)(w, p, b, aff, sdt, sh, g0, &s, &z, &lo, &hi);
 		int32x4_t m = F(dot32)(vdupq_n_s32(0), lo, hi, x[b].q);
 		int32x4_t t = vmlaq_n_s32(F(dot32)(vdupq_n_s32(0), lo, hi, xr[b].q), m, 254);
 		acc = vfmaq_n_f32(acc, vcvtq_f32_s32(t), s * xr[b].d);
@@ -211,20 +215,16 @@ static void F(vecpair_aff4)(const lw *w, int row, const lq8 *x, long xs, const f
 // once by the weight scale times the rows' scales (xt). Writes 8 outputs.
 INLINE void F(tile8_n)(const lw *w, int row, const int8_t *x8, const float *xt, int nrows, int r0, float *out, int aff, int sdt) {
 	const uint8_t *p = w->w + (long)row * w->rowbytes;
-	int nb = w->cols / 32, sh = 0;
-	long g0 = 0;
-	if (aff) {
-		while ((32 << sh) < w->group) sh++;
-		g0 = (long)row * (w->cols / w->group);
-	}
+	int nb = w->cols / 32, sh;
+	long g0;
+	F(groups)(w, row, aff, &sh, &g0);
 	const int8_t *xb = x8 + (long)(r0 / 16) * nb * 512 + 32 * ((r0 / 8) & 1);
 	const float *xd = xt + r0, *xds = xt + (long)nb * nrows + r0;
 	float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0), corr0 = vdupq_n_f32(0), corr1 = vdupq_n_f32(0);
 	for (int b = 0; b < nb; b++, xb += 512) {
 		float s, z;
-		F(scalebias)(w, p, b, aff, sdt, sh, g0, &s, &z);
 		int8x16_t lo, hi;
-		F(nib)(aff ? p + 16 * b : p + 18 * b + 2, aff, &lo, &hi);
+		F(block)(w, p, b, aff, sdt, sh, g0, &s, &z, &lo, &hi);
 		int32x4_t t0 = vdupq_n_s32(0), t1 = vdupq_n_s32(0);
 #define GROUP(k, v, lane)                                           \
 	t0 = vdotq_laneq_s32(t0, vld1q_s8(xb + 64 * (k)), v, lane);      \
