@@ -9,7 +9,8 @@
 #
 # Environment: THREADS (2), PROMPT_TOKENS (128), GEN_TOKENS (64), RUNS (3), SHAPE (tinyllama;
 # "small" checks the script in seconds), BENCH_DIR (.bench), LAYA_BENCH_CACHE (~/.cache/laya-bench,
-# where the npm packages go).
+# where the npm packages go), PREBUILT (a directory holding laya and genmodel binaries, for a
+# machine without Go).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -30,11 +31,18 @@ Darwin-x86_64) LLAMA_PKG=@node-llama-cpp/mac-x64 ;;
 *) echo "bench: no prebuilt llama.cpp package for $(uname -s)-$(uname -m)" >&2; exit 1 ;;
 esac
 
-go build -o bin/laya ./cmd/laya
+if [ -n "${PREBUILT:-}" ]; then
+	LAYA=$PREBUILT/laya
+	GENMODEL=("$PREBUILT/genmodel")
+else
+	go build -o bin/laya ./cmd/laya
+	LAYA=bin/laya
+	GENMODEL=(go run ./build/bench/genmodel)
+fi
 
 if [ ! -f "$DIR/model.gguf" ] || [ ! -f "$DIR/mlx4/model.safetensors" ]; then
 	echo "bench: generating the $SHAPE-shaped random models in $DIR" >&2
-	go run ./build/bench/genmodel -out "$DIR" -shape "$SHAPE"
+	"${GENMODEL[@]}" -out "$DIR" -shape "$SHAPE"
 fi
 
 NODE_DIR=$CACHE/node
@@ -57,12 +65,12 @@ FLAGS=(--threads "$THREADS" --prompt-tokens "$PROMPT" --gen-tokens "$GEN" --runs
 rm -f "$DIR"/result-*.json
 for round in $(seq "$RUNS"); do
 	echo "bench: round $round of $RUNS" >&2
-	bin/laya bench --model "$GGUF" "${FLAGS[@]}" --json >"$DIR/result-laya-gguf.$round.json"
+	"$LAYA" bench --model "$GGUF" "${FLAGS[@]}" --json >"$DIR/result-laya-gguf.$round.json"
 	node "$NODE_DIR/llama.mjs" --model "$GGUF" "${FLAGS[@]}" >"$DIR/result-llama.$round.json"
-	bin/laya bench --model "$MLX" "${FLAGS[@]}" --json >"$DIR/result-laya-mlx.$round.json"
+	"$LAYA" bench --model "$MLX" "${FLAGS[@]}" --json >"$DIR/result-laya-mlx.$round.json"
 	# Plain int8 activations: llama.cpp's precision (the default keeps products within 1e-5).
-	bin/laya bench --model "$GGUF" --backend cpu-int8 "${FLAGS[@]}" --json >"$DIR/result-laya-gguf-int8.$round.json"
-	bin/laya bench --model "$MLX" --backend cpu-int8 "${FLAGS[@]}" --json >"$DIR/result-laya-mlx-int8.$round.json"
+	"$LAYA" bench --model "$GGUF" --backend cpu-int8 "${FLAGS[@]}" --json >"$DIR/result-laya-gguf-int8.$round.json"
+	"$LAYA" bench --model "$MLX" --backend cpu-int8 "${FLAGS[@]}" --json >"$DIR/result-laya-mlx-int8.$round.json"
 done
 
 python3 build/bench/report.py "$DIR"

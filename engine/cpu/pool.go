@@ -19,23 +19,35 @@ const spinRounds = 1 << 14
 
 // pool is a fixed set of goroutines that live as long as the backend. The calling goroutine works
 // as worker 0. A job is published by bumping seq; idle workers poll it for a while, then sleep on
-// their wake channel. Workers take chunks from a shared counter: on a machine shared with other
-// programs a worker that gets descheduled does less of the work instead of holding everyone up.
+// their wake channel.
+//
+// Each worker owns a contiguous share of a job's items and takes chunks from its front, so that
+// in decode each core streams one run of weight rows, which its prefetches cover, rather than
+// jumping between chunks that start cold. A worker that runs out takes chunks from the others'
+// shares: on a machine shared with other programs a worker that gets descheduled does less of
+// the work instead of holding everyone up.
 type pool struct {
 	threads int
 	seq     atomic.Uint64
 	cur     job
 	pending atomic.Int32 // workers that have not finished cur
-	next    atomic.Int64
-	n       int64
+	shares  []share
 	chunk   int64
 	closed  atomic.Bool
 	asleep  []atomic.Bool
 	wake    []chan struct{}
 }
 
+// share is one worker's items [next, end) of the current job, on a cache line of its own.
+type share struct {
+	next atomic.Int64
+	end  int64
+	_    [48]byte
+}
+
 func newPool(threads int) *pool {
-	p := &pool{threads: threads, asleep: make([]atomic.Bool, threads), wake: make([]chan struct{}, threads)}
+	p := &pool{threads: threads, shares: make([]share, threads), asleep: make([]atomic.Bool, threads),
+		wake: make([]chan struct{}, threads)}
 	for w := 1; w < threads; w++ {
 		p.wake[w] = make(chan struct{}, 1)
 		go p.worker(w)
@@ -71,13 +83,17 @@ func (p *pool) worker(w int) {
 	}
 }
 
+// drain runs chunks of worker w's share, then of the others' in turn.
 func (p *pool) drain(j job, w int) {
-	for {
-		lo := p.next.Add(p.chunk) - p.chunk
-		if lo >= p.n {
-			return
+	for i := range p.threads {
+		s := &p.shares[(w+i)%p.threads]
+		for {
+			lo := s.next.Add(p.chunk) - p.chunk
+			if lo >= s.end {
+				break
+			}
+			j.run(w, int(lo), int(min(lo+p.chunk, s.end)))
 		}
-		j.run(w, int(lo), int(min(lo+p.chunk, p.n)))
 	}
 }
 
@@ -92,8 +108,14 @@ func (p *pool) parallel(j job, n, chunk int) {
 		return
 	}
 	p.cur = j
-	p.n, p.chunk = int64(n), int64(chunk)
-	p.next.Store(0)
+	p.chunk = int64(chunk)
+	// Shares are whole chunks, so no chunk crosses into the next share.
+	nc := (n + chunk - 1) / chunk
+	for w := range p.shares {
+		s := &p.shares[w]
+		s.next.Store(int64(nc * w / p.threads * chunk))
+		s.end = int64(min(n, nc*(w+1)/p.threads*chunk))
+	}
 	p.pending.Store(int32(p.threads - 1))
 	p.publish()
 	p.drain(j, 0)
