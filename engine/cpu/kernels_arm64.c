@@ -3,6 +3,7 @@
 // on cores without it (Cortex-A57/A72) and picks the level at run time.
 #ifdef __aarch64__
 #include <arm_neon.h>
+#include <math.h>
 #include <string.h>
 
 #include "kernels_impl.h"

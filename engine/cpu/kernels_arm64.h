@@ -450,9 +450,178 @@ static void F(wide)(const uint8_t *codes, const float *scale, const float *zero,
 }
 #endif
 
+// fl8 loads 8 weights of an F32, F16 or BF16 row from p as two float vectors. Loads go through
+// bytes: rows need not be aligned to their element size.
+INLINE void F(fl8)(const uint8_t *p, int kind, float32x4_t *lo, float32x4_t *hi) {
+	if (kind == LK_F32) {
+		*lo = vreinterpretq_f32_u8(vld1q_u8(p));
+		*hi = vreinterpretq_f32_u8(vld1q_u8(p + 16));
+	} else if (kind == LK_F16) {
+		float16x8_t h = vreinterpretq_f16_u8(vld1q_u8(p));
+		*lo = vcvt_f32_f16(vget_low_f16(h));
+		*hi = vcvt_high_f32_f16(h);
+	} else { // bf16 is the top half of an f32
+		uint16x8_t u = vreinterpretq_u16_u8(vld1q_u8(p));
+		*lo = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(u), 16));
+		*hi = vreinterpretq_f32_u32(vshll_high_n_u16(u, 16));
+	}
+}
+
+// float_n runs one F32/F16/BF16 weight row against nx (1..LAYA_NX) float activation rows xs
+// floats apart, converting each weight once for all rows.
+INLINE void F(float_n)(const lw *w, int row, const float *x, long xs, int nx, float *out, int kind) {
+	const uint8_t *p = w->w + row * w->rowbytes;
+	int es = kind == LK_F32 ? 4 : 2, i = 0;
+	float32x4_t a0[LAYA_NX], a1[LAYA_NX];
+	for (int r = 0; r < nx; r++) a0[r] = a1[r] = vdupq_n_f32(0);
+	for (; i + 8 <= w->cols; i += 8) {
+		float32x4_t lo, hi;
+		F(fl8)(p + (long)es * i, kind, &lo, &hi);
+		for (int r = 0; r < nx; r++) {
+			a0[r] = vfmaq_f32(a0[r], lo, vld1q_f32(x + r * xs + i));
+			a1[r] = vfmaq_f32(a1[r], hi, vld1q_f32(x + r * xs + i + 4));
+		}
+	}
+	for (int r = 0; r < nx; r++) {
+		float s = vaddvq_f32(vaddq_f32(a0[r], a1[r]));
+		for (int j = i; j < w->cols; j++) s += F(comp)(p, kind == LK_F32 ? LS_F32 : kind == LK_F16 ? LS_F16 : LS_BF16, j) * x[r * xs + j];
+		out[r] = s;
+	}
+}
+
+static void F(float)(const lw *w, int row, const void *x, long xs, int nx, float *out) {
+	switch (w->kind) {
+	case LK_F32: F(float_n)(w, row, (const float *)x, xs, nx, out, LK_F32); break;
+	case LK_F16: F(float_n)(w, row, (const float *)x, xs, nx, out, LK_F16); break;
+	default: F(float_n)(w, row, (const float *)x, xs, nx, out, LK_BF16); break;
+	}
+}
+
+// quantize is the portable quantize_c in vectors, bit for bit: the same amax (maxnm ignores NaN
+// as fmaxf does), the same d and 1/d, and round-to-nearest-even as lrintf.
+static void F(quantize)(const float *x, int rows, int cols, lq8 *out, int perm) {
+	int nb = cols / 32;
+	for (int r = 0; r < rows; r++) {
+		for (int b = 0; b < nb; b++) {
+			const float *v = x + (long)r * cols + 32 * b;
+			lq8 *o = out + (long)r * nb + b;
+			float32x4_t f[8], m = vdupq_n_f32(0);
+			for (int k = 0; k < 8; k++) {
+				f[k] = vld1q_f32(v + 4 * k);
+				m = vmaxnmq_f32(m, vabsq_f32(f[k]));
+			}
+			float amax = vmaxnmvq_f32(m);
+			float d = amax / 127, id = d > 0 ? 127 / amax : 0;
+			int32x4_t q[8];
+			for (int k = 0; k < 8; k++) q[k] = vcvtnq_s32_f32(vmulq_n_f32(f[k], id));
+			// |q| <= 127, so the narrowing is exact.
+			int16x8_t h[4];
+			for (int k = 0; k < 4; k++) h[k] = vcombine_s16(vmovn_s32(q[2 * k]), vmovn_s32(q[2 * k + 1]));
+			int8x16_t c0 = vcombine_s8(vmovn_s16(h[0]), vmovn_s16(h[1])), c1 = vcombine_s8(vmovn_s16(h[2]), vmovn_s16(h[3]));
+			if (perm) { // even elements first, then odd ones
+				int8x16_t e = vuzp1q_s8(c0, c1), od = vuzp2q_s8(c0, c1);
+				c0 = e;
+				c1 = od;
+			}
+			vst1q_s8(o->q, c0);
+			vst1q_s8(o->q + 16, c1);
+			int s0 = vaddlvq_s8(c0), s1 = vaddlvq_s8(c1);
+			o->d = d;
+			o->s[0] = (int16_t)s0;
+			o->s[1] = (int16_t)s1;
+			o->ds = d * (float)(s0 + s1);
+		}
+	}
+}
+
+// exp4 is the x86 kernels' exp in NEON: range reduction by ln 2 in two parts, then a degree-6
+// polynomial, within 2 ulp of expf over [-87, 88] (inputs are clamped there).
+INLINE float32x4_t F(exp4)(float32x4_t x) {
+	x = vminq_f32(vmaxq_f32(x, vdupq_n_f32(-87.0f)), vdupq_n_f32(88.0f));
+	float32x4_t n = vrndnq_f32(vmulq_n_f32(x, 1.44269504088896341f));
+	float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));
+	r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
+	float32x4_t p = vdupq_n_f32(1.9875691500e-4f);
+	p = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), p, r);
+	p = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), p, r);
+	p = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), p, r);
+	p = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), p, r);
+	p = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), p, r);
+	p = vfmaq_f32(vaddq_f32(r, vdupq_n_f32(1)), p, vmulq_f32(r, r));
+	int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
+	return vmulq_f32(p, vreinterpretq_f32_s32(e));
+}
+
+INLINE float F(fdot)(const float *a, const float *b, int n) {
+	float32x4_t a0 = vdupq_n_f32(0), a1 = vdupq_n_f32(0);
+	int i = 0;
+	for (; i + 8 <= n; i += 8) {
+		a0 = vfmaq_f32(a0, vld1q_f32(a + i), vld1q_f32(b + i));
+		a1 = vfmaq_f32(a1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
+	}
+	float s = vaddvq_f32(vaddq_f32(a0, a1));
+	for (; i < n; i++) s += a[i] * b[i];
+	return s;
+}
+
+// attention is attention_c with the score dots, the softmax exponentials and the weighted sum of
+// values in vectors.
+static void F(attention)(const float *q, const float *k, const float *v, float *out, float *sc,
+	int heads, int group, int hd, int kvw, int pos, int lo, int hi, float scale) {
+	for (int it = lo; it < hi; it++) {
+		int r = it / heads, h = it % heads, n = pos + r + 1, ko = (h / group) * hd;
+		const float *qh = q + (long)it * hd;
+		float m = -INFINITY;
+		for (int t = 0; t < n; t++) {
+			sc[t] = F(fdot)(qh, k + (long)t * kvw + ko, hd) * scale;
+			m = fmaxf(m, sc[t]);
+		}
+		float32x4_t zs = vdupq_n_f32(0), mv = vdupq_n_f32(m);
+		int t = 0;
+		for (; t + 4 <= n; t += 4) {
+			float32x4_t e = F(exp4)(vsubq_f32(vld1q_f32(sc + t), mv));
+			vst1q_f32(sc + t, e);
+			zs = vaddq_f32(zs, e);
+		}
+		float z = vaddvq_f32(zs);
+		for (; t < n; t++) z += (sc[t] = expf(sc[t] - m));
+		float *o = out + (long)it * hd, iz = 1 / z;
+		int i = 0;
+		for (; i + 4 <= hd; i += 4) {
+			float32x4_t a0 = vdupq_n_f32(0), a1 = vdupq_n_f32(0);
+			int u = 0;
+			for (; u + 2 <= n; u += 2) {
+				a0 = vfmaq_n_f32(a0, vld1q_f32(v + (long)u * kvw + ko + i), sc[u]);
+				a1 = vfmaq_n_f32(a1, vld1q_f32(v + (long)(u + 1) * kvw + ko + i), sc[u + 1]);
+			}
+			if (u < n) a0 = vfmaq_n_f32(a0, vld1q_f32(v + (long)u * kvw + ko + i), sc[u]);
+			vst1q_f32(o + i, vmulq_n_f32(vaddq_f32(a0, a1), iz));
+		}
+		for (; i < hd; i++) {
+			float s = 0;
+			for (int u = 0; u < n; u++) s += sc[u] * v[(long)u * kvw + ko + i];
+			o[i] = s * iz;
+		}
+	}
+}
+
+static void F(silu_mul)(float *dst, const float *g, const float *u, int n) {
+	int i = 0;
+	for (; i + 4 <= n; i += 4) {
+		float32x4_t x = vld1q_f32(g + i);
+		float32x4_t y = vdivq_f32(x, vaddq_f32(vdupq_n_f32(1), F(exp4)(vnegq_f32(x))));
+		vst1q_f32(dst + i, vmulq_f32(y, vld1q_f32(u + i)));
+	}
+	for (; i < n; i++) dst[i] = g[i] / (1 + expf(-g[i])) * u[i];
+}
+
 // fill copies the portable table into dst and puts this level's kernels in their slots.
 static void F(fill)(laya_impl *dst, const laya_impl *portable) {
 	*dst = *portable;
+	dst->quantize = F(quantize);
+	dst->attention = F(attention);
+	dst->silu_mul = F(silu_mul);
+	dst->dot[LK_F32] = dst->dot[LK_F16] = dst->dot[LK_BF16] = F(float);
 	dst->dot[LK_Q8_0] = F(q8_0);
 	dst->dot[LK_Q4_0] = F(q4_0);
 	dst->dot[LK_AFF4] = F(aff4);
