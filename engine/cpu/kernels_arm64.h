@@ -67,8 +67,9 @@ INLINE void F(groups)(const lw *w, int row, int aff, int *sh, long *g0) {
 	*g0 = (long)row * (w->cols / w->group);
 }
 
-// block reads block b of a Q4_0 (aff = 0) or 4-bit Affine row p: its codes as two halves, its
-// weight scale and, for Affine, its group's bias (w = s*q + z).
+// block reads block b of a Q4_0 (aff = 0), 4-bit Affine (aff = 1) or 8-bit Affine (aff = 2) row
+// p: its codes as two signed halves, its weight scale and, for Affine, its group's bias
+// (w = s*q + z). 8-bit codes come out less 128, and the 128*s they leave out joins the bias.
 INLINE void F(block)(const lw *w, const uint8_t *p, int b, int aff, int sdt, int sh, long g0, float *s, float *z,
 	int8x16_t *lo, int8x16_t *hi) {
 	if (aff) {
@@ -79,10 +80,17 @@ INLINE void F(block)(const lw *w, const uint8_t *p, int b, int aff, int sdt, int
 		*s = F(half)(p + 18 * b);
 		*z = 0;
 	}
+	if (aff == 2) {
+		const uint8x16_t flip = vdupq_n_u8(0x80);
+		*lo = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(p + 32 * b), flip));
+		*hi = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(p + 32 * b + 16), flip));
+		*z += 128 * *s;
+		return;
+	}
 	F(nib)(aff ? p + 16 * b : p + 18 * b + 2, aff, lo, hi);
 }
 
-// nib_n runs one Q4_0 (aff = 0) or 4-bit Affine (aff = 1) weight row against nx (1..LAYA_NX)
+// nib_n runs one Q4_0 (aff = 0) or Affine (aff = 1: 4-bit, 2: 8-bit) weight row against nx (1..LAYA_NX)
 // activation rows xs blocks apart: each block's codes are decoded once for all rows. The Affine
 // bias multiplies each activation block's ds = d*sum(q).
 INLINE void F(nib_n)(const lw *w, int row, const void *xv, long xs, int nx, float *out, int aff, int sdt) {
@@ -100,7 +108,7 @@ INLINE void F(nib_n)(const lw *w, int row, const void *xv, long xs, int nx, floa
 	for (int b = 0; b < nb; b++) {
 		// Rows are contiguous, so reading a fixed distance ahead keeps the stream from memory
 		// ahead of the decode.
-		__builtin_prefetch((const char *)p + (aff ? 16 : 18) * b + LAYA_PF);
+		__builtin_prefetch((const char *)p + (aff == 2 ? 32 : aff ? 16 : 18) * b + LAYA_PF);
 		float s, z;
 		int8x16_t lo, hi;
 		F(block)(w, p, b, aff, sdt, sh, g0, &s, &z, &lo, &hi);
@@ -154,15 +162,56 @@ INLINE void F(q4_0_n)(const lw *w, int row, const void *x, long xs, int nx, floa
 }
 DISPATCH(q4_0, q4_0_n)
 
-// aff4_s fixes the scale dtype at compile time too: the conversion sits in the block loop.
-INLINE void F(aff4_s)(const lw *w, int row, const void *x, long xs, int nx, float *out) {
+// aff_n_s fixes the code width and the scale dtype at compile time: the conversion sits in the
+// block loop.
+INLINE void F(aff_n_s)(const lw *w, int row, const void *x, long xs, int nx, float *out, int aff) {
 	switch (w->sdt) {
-	case LS_F16: F(nib_n)(w, row, x, xs, nx, out, 1, LS_F16); break;
-	case LS_BF16: F(nib_n)(w, row, x, xs, nx, out, 1, LS_BF16); break;
-	default: F(nib_n)(w, row, x, xs, nx, out, 1, LS_F32); break;
+	case LS_F16: F(nib_n)(w, row, x, xs, nx, out, aff, LS_F16); break;
+	case LS_BF16: F(nib_n)(w, row, x, xs, nx, out, aff, LS_BF16); break;
+	default: F(nib_n)(w, row, x, xs, nx, out, aff, LS_F32); break;
 	}
 }
-DISPATCH(aff4, aff4_s)
+
+INLINE void F(aff_s)(const lw *w, int row, const void *x, long xs, int nx, float *out) {
+	if (w->kind == LK_AFF8) F(aff_n_s)(w, row, x, xs, nx, out, 2);
+	else F(aff_n_s)(w, row, x, xs, nx, out, 1);
+}
+DISPATCH(aff, aff_s)
+
+// q5_n runs one Q5_0 weight row against nx activation rows. Each block's fifth bits (qh, bit i
+// for element i) are spread to bytes by testing each byte against its bit; codes less 16 are
+// signed bytes, so the zero point stays inside the exact integer sum.
+INLINE void F(q5_n)(const lw *w, int row, const void *xv, long xs, int nx, float *out) {
+	const uint8_t *p = w->w + row * w->rowbytes;
+	const lq8 *x = (const lq8 *)xv;
+	int nb = w->cols / 32;
+	static const uint8_t bit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+	const uint8x16_t bits = vld1q_u8(bit), m4 = vdupq_n_u8(15), b16 = vdupq_n_u8(16);
+	float32x4_t acc[LAYA_NX];
+	for (int r = 0; r < nx; r++) acc[r] = vdupq_n_f32(0);
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *blk = p + 22 * b;
+		__builtin_prefetch((const char *)blk + LAYA_PF);
+		float d = F(half)(blk);
+		uint32_t qh;
+		memcpy(&qh, blk + 2, 4);
+		uint8x16_t hl = vcombine_u8(vdup_n_u8((uint8_t)qh), vdup_n_u8((uint8_t)(qh >> 8)));
+		uint8x16_t hh = vcombine_u8(vdup_n_u8((uint8_t)(qh >> 16)), vdup_n_u8((uint8_t)(qh >> 24)));
+		uint8x16_t v = vld1q_u8(blk + 6);
+		uint8x16_t lo = vorrq_u8(vandq_u8(v, m4), vandq_u8(vtstq_u8(hl, bits), b16));
+		uint8x16_t hi = vorrq_u8(vshrq_n_u8(v, 4), vandq_u8(vtstq_u8(hh, bits), b16));
+		int8x16_t w0 = vsubq_s8(vreinterpretq_s8_u8(lo), vreinterpretq_s8_u8(b16));
+		int8x16_t w1 = vsubq_s8(vreinterpretq_s8_u8(hi), vreinterpretq_s8_u8(b16));
+		for (int r = 0; r < nx; r++) {
+			const lq8 *xb = x + r * xs + b;
+			int32x4_t t = F(dot32)(vdupq_n_s32(0), w0, w1, xb->q);
+			acc[r] = vfmaq_n_f32(acc[r], vcvtq_f32_s32(t), d * xb->d);
+		}
+	}
+	for (int r = 0; r < nx; r++) out[r] = vaddvq_f32(acc[r]);
+}
+DISPATCH(q5_0, q5_n)
+
 
 // pair_n runs one Q4_0 or 4-bit Affine row against one residual pair (main row x, remainder row
 // x + xs). The remainder's scale is exactly the main one's / 254 (see laya_quantize), so per
@@ -624,7 +673,8 @@ static void F(fill)(laya_impl *dst, const laya_impl *portable) {
 	dst->dot[LK_F32] = dst->dot[LK_F16] = dst->dot[LK_BF16] = F(float);
 	dst->dot[LK_Q8_0] = F(q8_0);
 	dst->dot[LK_Q4_0] = F(q4_0);
-	dst->dot[LK_AFF4] = F(aff4);
+	dst->dot[LK_Q5_0] = F(q5_0);
+	dst->dot[LK_AFF4] = dst->dot[LK_AFF8] = F(aff);
 	dst->vecpair[LK_Q4_0] = F(vecpair_q4_0);
 	dst->vecpair[LK_AFF4] = F(vecpair_aff4);
 	for (int k = LK_Q4_K; k <= LK_Q6_K; k++) {
