@@ -9,6 +9,12 @@
 
 #include "kernels_impl.h"
 
+// The SIMD quantizers must write the same bytes as these, so no a*b+c here may become a fused
+// multiply-add: clang fuses within expressions by default (GCC does not under -std=c11).
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 float laya_half(uint16_t h) {
 	uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
 	if (exp == 0x1f) {

@@ -546,6 +546,29 @@ static void F(float)(const lw *w, int row, const void *x, long xs, int nx, float
 	}
 }
 
+// qblock stores 32 floats f[0..7] quantized as x ~= d*q, q = round-half-even(x*id) saturated
+// to [-127, 127] as the portable code does, in perm order, with their sums, into o.
+INLINE void F(qblock)(lq8 *o, const float32x4_t *f, float d, float id, int perm) {
+	int32x4_t q[8];
+	for (int k = 0; k < 8; k++)
+		q[k] = vmaxq_s32(vminq_s32(vcvtnq_s32_f32(vmulq_n_f32(f[k], id)), vdupq_n_s32(127)), vdupq_n_s32(-127));
+	int16x8_t h[4];
+	for (int k = 0; k < 4; k++) h[k] = vcombine_s16(vmovn_s32(q[2 * k]), vmovn_s32(q[2 * k + 1]));
+	int8x16_t c0 = vcombine_s8(vmovn_s16(h[0]), vmovn_s16(h[1])), c1 = vcombine_s8(vmovn_s16(h[2]), vmovn_s16(h[3]));
+	if (perm) { // even elements first, then odd ones
+		int8x16_t e = vuzp1q_s8(c0, c1), od = vuzp2q_s8(c0, c1);
+		c0 = e;
+		c1 = od;
+	}
+	vst1q_s8(o->q, c0);
+	vst1q_s8(o->q + 16, c1);
+	int s0 = vaddlvq_s8(c0), s1 = vaddlvq_s8(c1);
+	o->d = d;
+	o->s[0] = (int16_t)s0;
+	o->s[1] = (int16_t)s1;
+	o->ds = d * (float)(s0 + s1);
+}
+
 // quantize is the portable quantize_c in vectors, bit for bit: the same amax (maxnm ignores NaN
 // as fmaxf does), the same d and 1/d, and round-to-nearest-even as lrintf.
 static void F(quantize)(const float *x, int rows, int cols, lq8 *out, int perm) {
@@ -553,33 +576,39 @@ static void F(quantize)(const float *x, int rows, int cols, lq8 *out, int perm) 
 	for (int r = 0; r < rows; r++) {
 		for (int b = 0; b < nb; b++) {
 			const float *v = x + (long)r * cols + 32 * b;
-			lq8 *o = out + (long)r * nb + b;
 			float32x4_t f[8], m = vdupq_n_f32(0);
 			for (int k = 0; k < 8; k++) {
 				f[k] = vld1q_f32(v + 4 * k);
 				m = vmaxnmq_f32(m, vabsq_f32(f[k]));
 			}
 			float amax = vmaxnmvq_f32(m);
-			float d = amax / 127, id = d > 0 ? 127 / amax : 0;
-			int32x4_t q[8];
-			for (int k = 0; k < 8; k++) q[k] = vcvtnq_s32_f32(vmulq_n_f32(f[k], id));
-			// |q| <= 127, so the narrowing is exact.
-			int16x8_t h[4];
-			for (int k = 0; k < 4; k++) h[k] = vcombine_s16(vmovn_s32(q[2 * k]), vmovn_s32(q[2 * k + 1]));
-			int8x16_t c0 = vcombine_s8(vmovn_s16(h[0]), vmovn_s16(h[1])), c1 = vcombine_s8(vmovn_s16(h[2]), vmovn_s16(h[3]));
-			if (perm) { // even elements first, then odd ones
-				int8x16_t e = vuzp1q_s8(c0, c1), od = vuzp2q_s8(c0, c1);
-				c0 = e;
-				c1 = od;
-			}
-			vst1q_s8(o->q, c0);
-			vst1q_s8(o->q + 16, c1);
-			int s0 = vaddlvq_s8(c0), s1 = vaddlvq_s8(c1);
-			o->d = d;
-			o->s[0] = (int16_t)s0;
-			o->s[1] = (int16_t)s1;
-			o->ds = d * (float)(s0 + s1);
+			float d = amax / 127;
+			F(qblock)(out + (long)r * nb + b, f, d, d > 0 ? 127 / amax : 0, perm);
 		}
+	}
+}
+
+// remainder is the portable quantize_remainder in vectors, bit for bit: x - d*q rounded as a
+// product then a difference (no fused multiply-subtract), then quantized at d/254.
+static void F(remainder)(const float *x, int nb, const lq8 *main, lq8 *out, int perm, float *scratch) {
+	(void)scratch;
+	for (int b = 0; b < nb; b++) {
+		const float *v = x + 32 * b;
+		const lq8 *m = main + b;
+		int8x16_t q0 = vld1q_s8(m->q), q1 = vld1q_s8(m->q + 16);
+		if (perm) { // back to element order: element 2i is code i, element 2i+1 code 16+i
+			int8x16_t t = vzip1q_s8(q0, q1);
+			q1 = vzip2q_s8(q0, q1);
+			q0 = t;
+		}
+		int16x8_t h[4] = {vmovl_s8(vget_low_s8(q0)), vmovl_high_s8(q0), vmovl_s8(vget_low_s8(q1)), vmovl_high_s8(q1)};
+		float32x4_t dv = vdupq_n_f32(m->d), r[8];
+		for (int k = 0; k < 8; k++) {
+			int32x4_t qi = k % 2 ? vmovl_high_s16(h[k / 2]) : vmovl_s16(vget_low_s16(h[k / 2]));
+			r[k] = vsubq_f32(vld1q_f32(v + 4 * k), vmulq_f32(dv, vcvtq_f32_s32(qi)));
+		}
+		float d = m->d / 254;
+		F(qblock)(out + b, r, d, d > 0 ? 1 / d : 0, perm);
 	}
 }
 
@@ -668,6 +697,7 @@ static void F(silu_mul)(float *dst, const float *g, const float *u, int n) {
 static void F(fill)(laya_impl *dst, const laya_impl *portable) {
 	*dst = *portable;
 	dst->quantize = F(quantize);
+	dst->remainder = F(remainder);
 	dst->attention = F(attention);
 	dst->silu_mul = F(silu_mul);
 	dst->dot[LK_F32] = dst->dot[LK_F16] = dst->dot[LK_BF16] = F(float);
