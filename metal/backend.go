@@ -180,8 +180,12 @@ func (b *Backend) prepare(t *tensor.Tensor) (*weight, error) {
 		w.desc.fmt, w.matvec, w.fused = mslWfQ80, kMatvecQ80, kMatvecSiluQ80
 	case tensor.Q4_0:
 		w.desc.fmt, w.matvec, w.fused = mslWfQ40, kMatvecQ40, kMatvecSiluQ40
+	case tensor.Q5_0:
+		w.desc.fmt, w.matvec, w.fused = mslWfQ50, kMatvecQ50, kMatvecSiluQ50
 	case tensor.Q4_K:
 		w.desc.fmt, w.matvec, w.fused = mslWfQ4K, kMatvecQ4K, kMatvecSiluQ4K
+	case tensor.Q5_K:
+		w.desc.fmt, w.matvec, w.fused = mslWfQ5K, kMatvecQ5K, kMatvecSiluQ5K
 	case tensor.Q6_K:
 		w.desc.fmt, w.matvec, w.fused = mslWfQ6K, kMatvecQ6K, kMatvecSiluQ6K
 	case tensor.Affine:

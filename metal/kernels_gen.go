@@ -20,6 +20,8 @@ const (
 	mslWfQ40           = 5
 	mslWfQ4K           = 6
 	mslWfQ6K           = 7
+	mslWfQ50           = 8
+	mslWfQ5K           = 9
 	mslSimd            = 32
 	mslAttSimdgroups   = 8
 	mslAttMaxHeadDim   = 256
@@ -53,7 +55,9 @@ const (
 	kMatvecAffine8
 	kMatvecQ80
 	kMatvecQ40
+	kMatvecQ50
 	kMatvecQ4K
+	kMatvecQ5K
 	kMatvecQ6K
 	kMatvecSiluF32
 	kMatvecSiluF16
@@ -62,7 +66,9 @@ const (
 	kMatvecSiluAffine8
 	kMatvecSiluQ80
 	kMatvecSiluQ40
+	kMatvecSiluQ50
 	kMatvecSiluQ4K
+	kMatvecSiluQ5K
 	kMatvecSiluQ6K
 	kRmsnorm
 	kRope
@@ -72,7 +78,7 @@ const (
 )
 
 // kernelNames are the kernel function names, by kernel id.
-var kernelNames = [...]string{"attention", "attention_block", "silu_mul", "add_inplace", "embed", "matmul", "matvec_f32", "matvec_f16", "matvec_bf16", "matvec_affine4", "matvec_affine8", "matvec_q8_0", "matvec_q4_0", "matvec_q4_k", "matvec_q6_k", "matvec_silu_f32", "matvec_silu_f16", "matvec_silu_bf16", "matvec_silu_affine4", "matvec_silu_affine8", "matvec_silu_q8_0", "matvec_silu_q4_0", "matvec_silu_q4_k", "matvec_silu_q6_k", "rmsnorm", "rope", "kv_store", "argmax", "topk"}
+var kernelNames = [...]string{"attention", "attention_block", "silu_mul", "add_inplace", "embed", "matmul", "matvec_f32", "matvec_f16", "matvec_bf16", "matvec_affine4", "matvec_affine8", "matvec_q8_0", "matvec_q4_0", "matvec_q5_0", "matvec_q4_k", "matvec_q5_k", "matvec_q6_k", "matvec_silu_f32", "matvec_silu_f16", "matvec_silu_bf16", "matvec_silu_affine4", "matvec_silu_affine8", "matvec_silu_q8_0", "matvec_silu_q4_0", "matvec_silu_q5_0", "matvec_silu_q4_k", "matvec_silu_q5_k", "matvec_silu_q6_k", "rmsnorm", "rope", "kv_store", "argmax", "topk"}
 
 // mslAttnParams mirrors the kernels' struct AttnParams (5 words).
 type mslAttnParams struct {
@@ -444,9 +450,37 @@ func (pl *plan) encMatvecQ40(groups, threads [3]uint32, w, scales, biases, bias,
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 
+// encMatvecQ50 records kernel matvec_q5_0 with buffers w, scales, biases, bias, x, out, residual at [[buffer(0..6)]] and params at [[buffer(7)]].
+func (pl *plan) encMatvecQ50(groups, threads [3]uint32, w, scales, biases, bias, x, out, residual Arg, p *mslMatVecParams) {
+	d := pl.next(kMatvecQ50, groups, threads)
+	d.Args[0] = w
+	d.Args[1] = scales
+	d.Args[2] = biases
+	d.Args[3] = bias
+	d.Args[4] = x
+	d.Args[5] = out
+	d.Args[6] = residual
+	d.NArgs = 7
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
 // encMatvecQ4K records kernel matvec_q4_k with buffers w, scales, biases, bias, x, out, residual at [[buffer(0..6)]] and params at [[buffer(7)]].
 func (pl *plan) encMatvecQ4K(groups, threads [3]uint32, w, scales, biases, bias, x, out, residual Arg, p *mslMatVecParams) {
 	d := pl.next(kMatvecQ4K, groups, threads)
+	d.Args[0] = w
+	d.Args[1] = scales
+	d.Args[2] = biases
+	d.Args[3] = bias
+	d.Args[4] = x
+	d.Args[5] = out
+	d.Args[6] = residual
+	d.NArgs = 7
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecQ5K records kernel matvec_q5_k with buffers w, scales, biases, bias, x, out, residual at [[buffer(0..6)]] and params at [[buffer(7)]].
+func (pl *plan) encMatvecQ5K(groups, threads [3]uint32, w, scales, biases, bias, x, out, residual Arg, p *mslMatVecParams) {
+	d := pl.next(kMatvecQ5K, groups, threads)
 	d.Args[0] = w
 	d.Args[1] = scales
 	d.Args[2] = biases
@@ -591,9 +625,43 @@ func (pl *plan) encMatvecSiluQ40(groups, threads [3]uint32, wg, sg_, bg, wu, su,
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 
+// encMatvecSiluQ50 records kernel matvec_silu_q5_0 with buffers wg, sg_, bg, wu, su, bu, x, gate, up, out at [[buffer(0..9)]] and params at [[buffer(10)]].
+func (pl *plan) encMatvecSiluQ50(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, gate, up, out Arg, p *mslMatVecPairParams) {
+	d := pl.next(kMatvecSiluQ50, groups, threads)
+	d.Args[0] = wg
+	d.Args[1] = sg_
+	d.Args[2] = bg
+	d.Args[3] = wu
+	d.Args[4] = su
+	d.Args[5] = bu
+	d.Args[6] = x
+	d.Args[7] = gate
+	d.Args[8] = up
+	d.Args[9] = out
+	d.NArgs = 10
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
 // encMatvecSiluQ4K records kernel matvec_silu_q4_k with buffers wg, sg_, bg, wu, su, bu, x, gate, up, out at [[buffer(0..9)]] and params at [[buffer(10)]].
 func (pl *plan) encMatvecSiluQ4K(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, gate, up, out Arg, p *mslMatVecPairParams) {
 	d := pl.next(kMatvecSiluQ4K, groups, threads)
+	d.Args[0] = wg
+	d.Args[1] = sg_
+	d.Args[2] = bg
+	d.Args[3] = wu
+	d.Args[4] = su
+	d.Args[5] = bu
+	d.Args[6] = x
+	d.Args[7] = gate
+	d.Args[8] = up
+	d.Args[9] = out
+	d.NArgs = 10
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecSiluQ5K records kernel matvec_silu_q5_k with buffers wg, sg_, bg, wu, su, bu, x, gate, up, out at [[buffer(0..9)]] and params at [[buffer(10)]].
+func (pl *plan) encMatvecSiluQ5K(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, gate, up, out Arg, p *mslMatVecPairParams) {
+	d := pl.next(kMatvecSiluQ5K, groups, threads)
 	d.Args[0] = wg
 	d.Args[1] = sg_
 	d.Args[2] = bg

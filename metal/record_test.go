@@ -212,8 +212,8 @@ func TestErrorsSurfaceAtSync(t *testing.T) {
 			t.Errorf("%s: error persists after Sync: %v", name, err)
 		}
 	}
-	if err := be.Prepare([]*tensor.Tensor{{Name: "q5", DType: tensor.Q5_0, Shape: []int{1, 32}, Data: make([]byte, 22)}}); err == nil {
-		t.Error("Prepare accepted a Q5_0 tensor")
+	if err := be.Prepare([]*tensor.Tensor{{Name: "ids", DType: tensor.I32, Shape: []int{1, 32}, Data: make([]byte, 128)}}); err == nil {
+		t.Error("Prepare accepted an I32 matrix")
 	}
 	if err := be.Prepare([]*tensor.Tensor{{Name: "short", DType: tensor.F32, Shape: []int{4}, Data: make([]byte, 3)}}); err == nil {
 		t.Error("Prepare accepted truncated data")

@@ -23,6 +23,8 @@ using namespace metal;
 #define WF_Q4_0 5
 #define WF_Q4_K 6
 #define WF_Q6_K 7
+#define WF_Q5_0 8
+#define WF_Q5_K 9
 
 // Threads per simdgroup on every Apple GPU.
 #define SIMD 32
@@ -85,6 +87,22 @@ inline float dequant(Weight wt, device const uchar* w, device const uchar* scale
     uint j = col % 32;
     uint q = j < 16 ? b[2 + j] & 15 : b[2 + j - 16] >> 4;
     return f16_at(b, 0) * (float(q) - 8.0f);
+  }
+  if (wt.fmt == WF_Q5_0) {
+    device const uchar* b = r + (col / 32) * 22;
+    uint j = col % 32;
+    uint q = (j < 16 ? b[6 + j] & 15 : b[6 + j - 16] >> 4) | ((b[2 + j / 8] >> (j % 8)) & 1) << 4;
+    return f16_at(b, 0) * (float(q) - 16.0f);
+  }
+  if (wt.fmt == WF_Q5_K) {
+    // Q4_K's layout with 32 bytes of fifth bits before the nibbles: bit s of qh[l] for
+    // element l of sub-block s.
+    device const uchar* b = r + (col / 256) * 176;
+    uint j = col % 256, s = j / 32, l = j % 32;
+    float sc, mn;
+    q4k_scale_min(s, b + 4, sc, mn);
+    uint q = ((b[48 + 32 * (s / 2) + l] >> (4 * (s % 2))) & 15) | ((b[16 + l] >> s) & 1) << 4;
+    return f16_at(b, 0) * sc * float(q) - f16_at(b, 2) * mn;
   }
   if (wt.fmt == WF_Q4_K) {
     device const uchar* b = r + (col / 256) * 144;
@@ -498,6 +516,36 @@ struct FmtQ4_0 : FmtAffine8 {
   }
 };
 
+// Q5_0: Q4_0 with a fifth bit per code (bit j of the block's 4 qh bytes for element j).
+struct FmtQ5_0 : FmtAffine8 {
+  static float dot(Weight, device const uchar* r, device const uchar*, device const uchar*, uint,
+                   uint c, thread const float* xv, float xs) {
+    device const uchar* b = r + (c / 2) * 22;
+    uint h = c % 2, shift = 4 * h;
+    uint qh = (uint(b[2 + 2 * h]) | uint(b[3 + 2 * h]) << 8) << 4;  // bit j at 4+j: the code's bit 4
+    float a = 0.0f;
+    for (uint j = 0; j < MV_CHUNK; j++) a += xv[j] * float(((b[6 + j] >> shift) & 15) | ((qh >> j) & 16));
+    return f16_at(b, 0) * (a - 16.0f * xs);
+  }
+};
+
+// Q5_K: Q4_K with a fifth bit per code, bit s of qh[l] for element l of sub-block s.
+struct FmtQ5_K : FmtAffine8 {
+  static float dot(Weight, device const uchar* r, device const uchar*, device const uchar*, uint,
+                   uint c, thread const float* xv, float xs) {
+    device const uchar* b = r + (c / 16) * 176;
+    uint cc = c % 16, s = cc / 2, l0 = 16 * (cc % 2);
+    float sc, mn;
+    q4k_scale_min(s, b + 4, sc, mn);
+    device const uchar* q = b + 48 + 32 * (s / 2) + l0;
+    device const uchar* qh = b + 16 + l0;
+    uint shift = 4 * (s % 2);
+    float a = 0.0f;
+    for (uint j = 0; j < MV_CHUNK; j++) a += xv[j] * float(((q[j] >> shift) & 15) | ((qh[j] >> s) & 1) << 4);
+    return f16_at(b, 0) * sc * a - f16_at(b, 2) * mn * xs;
+  }
+};
+
 // Q4_K: a chunk is half of one 32-element sub-block, so it has one scale and one min.
 struct FmtQ4_K : FmtAffine8 {
   static float dot(Weight, device const uchar* r, device const uchar*, device const uchar*, uint,
@@ -657,6 +705,15 @@ kernel void matvec_q4_0(device const uchar* w [[buffer(0)]], device const uchar*
   matvec_impl<FmtQ4_0>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
 }
 
+kernel void matvec_q5_0(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
+                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
+                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
+                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
+                        uint2 tg [[threadgroup_position_in_grid]],
+                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
+  matvec_impl<FmtQ5_0>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
+}
+
 kernel void matvec_q4_k(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
                         device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
                         device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
@@ -664,6 +721,15 @@ kernel void matvec_q4_k(device const uchar* w [[buffer(0)]], device const uchar*
                         uint2 tg [[threadgroup_position_in_grid]],
                         uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
   matvec_impl<FmtQ4_K>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
+}
+
+kernel void matvec_q5_k(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
+                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
+                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
+                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
+                        uint2 tg [[threadgroup_position_in_grid]],
+                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
+  matvec_impl<FmtQ5_K>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
 }
 
 kernel void matvec_q6_k(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
@@ -745,6 +811,16 @@ kernel void matvec_silu_q4_0(device const uchar* wg [[buffer(0)]], device const 
   matvec_silu_impl<FmtQ4_0>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
 }
 
+kernel void matvec_silu_q5_0(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
+                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
+                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
+                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
+                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
+                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
+                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
+  matvec_silu_impl<FmtQ5_0>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
+}
+
 kernel void matvec_silu_q4_k(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
                              device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
                              device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
@@ -753,6 +829,16 @@ kernel void matvec_silu_q4_k(device const uchar* wg [[buffer(0)]], device const 
                              constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
                              uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
   matvec_silu_impl<FmtQ4_K>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
+}
+
+kernel void matvec_silu_q5_k(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
+                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
+                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
+                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
+                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
+                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
+                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
+  matvec_silu_impl<FmtQ5_K>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
 }
 
 kernel void matvec_silu_q6_k(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
@@ -1019,8 +1105,14 @@ void k_matvec_q8_0(void* const* b, const msl::Ids& id) {
 void k_matvec_q4_0(void* const* b, const msl::Ids& id) {
   matvec_q4_0(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const float*>(b[4]), reinterpret_cast<float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<MatVecParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
 }
+void k_matvec_q5_0(void* const* b, const msl::Ids& id) {
+  matvec_q5_0(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const float*>(b[4]), reinterpret_cast<float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<MatVecParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
 void k_matvec_q4_k(void* const* b, const msl::Ids& id) {
   matvec_q4_k(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const float*>(b[4]), reinterpret_cast<float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<MatVecParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvec_q5_k(void* const* b, const msl::Ids& id) {
+  matvec_q5_k(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const float*>(b[4]), reinterpret_cast<float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<MatVecParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
 }
 void k_matvec_q6_k(void* const* b, const msl::Ids& id) {
   matvec_q6_k(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const float*>(b[4]), reinterpret_cast<float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<MatVecParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
@@ -1046,8 +1138,14 @@ void k_matvec_silu_q8_0(void* const* b, const msl::Ids& id) {
 void k_matvec_silu_q4_0(void* const* b, const msl::Ids& id) {
   matvec_silu_q4_0(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<float*>(b[7]), reinterpret_cast<float*>(b[8]), reinterpret_cast<float*>(b[9]), *reinterpret_cast<MatVecPairParams*>(b[10]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
 }
+void k_matvec_silu_q5_0(void* const* b, const msl::Ids& id) {
+  matvec_silu_q5_0(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<float*>(b[7]), reinterpret_cast<float*>(b[8]), reinterpret_cast<float*>(b[9]), *reinterpret_cast<MatVecPairParams*>(b[10]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
 void k_matvec_silu_q4_k(void* const* b, const msl::Ids& id) {
   matvec_silu_q4_k(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<float*>(b[7]), reinterpret_cast<float*>(b[8]), reinterpret_cast<float*>(b[9]), *reinterpret_cast<MatVecPairParams*>(b[10]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvec_silu_q5_k(void* const* b, const msl::Ids& id) {
+  matvec_silu_q5_k(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<float*>(b[7]), reinterpret_cast<float*>(b[8]), reinterpret_cast<float*>(b[9]), *reinterpret_cast<MatVecPairParams*>(b[10]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
 }
 void k_matvec_silu_q6_k(void* const* b, const msl::Ids& id) {
   matvec_silu_q6_k(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<float*>(b[7]), reinterpret_cast<float*>(b[8]), reinterpret_cast<float*>(b[9]), *reinterpret_cast<MatVecPairParams*>(b[10]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
@@ -1083,7 +1181,9 @@ const msl::Kernel emu_kernels[] = {
     k_matvec_affine8,
     k_matvec_q8_0,
     k_matvec_q4_0,
+    k_matvec_q5_0,
     k_matvec_q4_k,
+    k_matvec_q5_k,
     k_matvec_q6_k,
     k_matvec_silu_f32,
     k_matvec_silu_f16,
@@ -1092,7 +1192,9 @@ const msl::Kernel emu_kernels[] = {
     k_matvec_silu_affine8,
     k_matvec_silu_q8_0,
     k_matvec_silu_q4_0,
+    k_matvec_silu_q5_0,
     k_matvec_silu_q4_k,
+    k_matvec_silu_q5_k,
     k_matvec_silu_q6_k,
     k_rmsnorm,
     k_rope,
@@ -1100,4 +1202,4 @@ const msl::Kernel emu_kernels[] = {
     k_argmax,
     k_topk,
 };
-const uint32_t emu_kernel_count = 29;
+const uint32_t emu_kernel_count = 33;

@@ -18,6 +18,8 @@ using namespace metal;
 #define WF_Q4_0 5
 #define WF_Q4_K 6
 #define WF_Q6_K 7
+#define WF_Q5_0 8
+#define WF_Q5_K 9
 
 // Threads per simdgroup on every Apple GPU.
 #define SIMD 32

@@ -44,6 +44,22 @@ inline float dequant(Weight wt, device const uchar* w, device const uchar* scale
     uint q = j < 16 ? b[2 + j] & 15 : b[2 + j - 16] >> 4;
     return f16_at(b, 0) * (float(q) - 8.0f);
   }
+  if (wt.fmt == WF_Q5_0) {
+    device const uchar* b = r + (col / 32) * 22;
+    uint j = col % 32;
+    uint q = (j < 16 ? b[6 + j] & 15 : b[6 + j - 16] >> 4) | ((b[2 + j / 8] >> (j % 8)) & 1) << 4;
+    return f16_at(b, 0) * (float(q) - 16.0f);
+  }
+  if (wt.fmt == WF_Q5_K) {
+    // Q4_K's layout with 32 bytes of fifth bits before the nibbles: bit s of qh[l] for
+    // element l of sub-block s.
+    device const uchar* b = r + (col / 256) * 176;
+    uint j = col % 256, s = j / 32, l = j % 32;
+    float sc, mn;
+    q4k_scale_min(s, b + 4, sc, mn);
+    uint q = ((b[48 + 32 * (s / 2) + l] >> (4 * (s % 2))) & 15) | ((b[16 + l] >> s) & 1) << 4;
+    return f16_at(b, 0) * sc * float(q) - f16_at(b, 2) * mn;
+  }
   if (wt.fmt == WF_Q4_K) {
     device const uchar* b = r + (col / 256) * 144;
     uint j = col % 256, s = j / 32;

@@ -169,7 +169,7 @@ func randomMatrix(rng *rand.Rand, name string, dt tensor.DType, rows, cols int, 
 		for i := 0; i < rows*cols; i++ {
 			binary.LittleEndian.PutUint16(t.Data[2*i:], uint16(math.Float32bits(float32(rng.NormFloat64()))>>16))
 		}
-	case tensor.Q8_0, tensor.Q4_0:
+	case tensor.Q8_0, tensor.Q4_0, tensor.Q5_0:
 		_, bs := dt.BlockSize()
 		t.Data = randBytes(rng, rows*cols/32*bs)
 		for o := 0; o < len(t.Data); o += bs {
@@ -178,6 +178,12 @@ func randomMatrix(rng *rand.Rand, name string, dt tensor.DType, rows, cols int, 
 	case tensor.Q4_K:
 		t.Data = randBytes(rng, rows*cols/256*144)
 		for o := 0; o < len(t.Data); o += 144 {
+			putHalf(t.Data[o:], 5, 8)
+			putHalf(t.Data[o+2:], 5, 8)
+		}
+	case tensor.Q5_K:
+		t.Data = randBytes(rng, rows*cols/256*176)
+		for o := 0; o < len(t.Data); o += 176 {
 			putHalf(t.Data[o:], 5, 8)
 			putHalf(t.Data[o+2:], 5, 8)
 		}
@@ -255,7 +261,9 @@ var formats = []struct {
 	{"bf16", tensor.BF16, 40, affine{}},
 	{"q8_0", tensor.Q8_0, 96, affine{}},
 	{"q4_0", tensor.Q4_0, 544, affine{}},
+	{"q5_0", tensor.Q5_0, 160, affine{}},
 	{"q4_k", tensor.Q4_K, 768, affine{}},
+	{"q5_k", tensor.Q5_K, 1280, affine{}},
 	{"q6_k", tensor.Q6_K, 512, affine{}},
 	{"affine4-g64-f16", tensor.Affine, 192, affine{4, 64, tensor.F16}},
 	{"affine4-g32-bf16", tensor.Affine, 544, affine{4, 32, tensor.BF16}},
