@@ -10,9 +10,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"sync"
 	"syscall"
-	"time"
 
 	"github.com/layaapp/laya/engine"
 	"github.com/layaapp/laya/engine/backend"
@@ -125,7 +123,7 @@ func runBench(args []string) error {
 		res.TokenBytes -= int64(float64(cfg.Vocab) * float64(cfg.Dim) * float64(info.WeightBytes) / float64(info.Params))
 	}
 	// Measured last, after the peak RSS was read, so its buffer does not count.
-	res.BandwidthGBs = bandwidth(*bwMiB<<20, nt)
+	res.BandwidthGBs = cpu.MemoryBandwidth(*bwMiB<<20, nt)
 	res.FloorMsTok = float64(res.TokenBytes) / (res.BandwidthGBs * 1e9) * 1000
 	res.FloorRatio = res.DecodeMsTok / res.FloorMsTok
 	if res.FileBytes > 0 {
@@ -175,52 +173,6 @@ func fileBytes(path string) (int64, error) {
 }
 
 func hasSuffix(s, suf string) bool { return len(s) >= len(suf) && s[len(s)-len(suf):] == suf }
-
-// bandwidth measures streaming read bandwidth in GB/s: threads goroutines each sum their share
-// of a buffer larger than any cache, best of several passes.
-func bandwidth(size, threads int) float64 {
-	buf := make([]uint64, size/8)
-	for i := range buf {
-		buf[i] = uint64(i)
-	}
-	best := 0.0
-	sums := make([]uint64, threads)
-	for range 5 {
-		var wg sync.WaitGroup
-		start := time.Now()
-		per := len(buf) / threads
-		for t := range threads {
-			wg.Add(1)
-			go func(part []uint64) {
-				defer wg.Done()
-				sums[t] = sumWords(part)
-			}(buf[t*per : (t+1)*per])
-		}
-		wg.Wait()
-		best = max(best, float64(per*threads*8)/time.Since(start).Seconds()/1e9)
-	}
-	return best
-}
-
-// sumWords reads p with eight independent accumulators, enough to keep loads in flight.
-func sumWords(p []uint64) uint64 {
-	var a, b, c, d, e, f, g, h uint64
-	for len(p) >= 8 {
-		a += p[0]
-		b += p[1]
-		c += p[2]
-		d += p[3]
-		e += p[4]
-		f += p[5]
-		g += p[6]
-		h += p[7]
-		p = p[8:]
-	}
-	for _, v := range p {
-		a += v
-	}
-	return a + b + c + d + e + f + g + h
-}
 
 // peakRSS is the process's peak resident set size in bytes (getrusage reports KiB on Linux and
 // bytes on macOS).

@@ -62,3 +62,14 @@ func siluMul(dst, gate, up []float32) {
 		dst[i] = g / (1 + float32(math.Exp(float64(-g)))) * up[i]
 	}
 }
+
+func streamSum(p []uint64) uint64 {
+	var a, b, c, d, e, f, g, h uint64
+	for ; len(p) >= 8; p = p[8:] {
+		a, b, c, d, e, f, g, h = a+p[0], b+p[1], c+p[2], d+p[3], e+p[4], f+p[5], g+p[6], h+p[7]
+	}
+	for _, v := range p {
+		a += v
+	}
+	return a + b + c + d + e + f + g + h
+}
