@@ -212,7 +212,6 @@ INLINE void F(q5_n)(const lw *w, int row, const void *xv, long xs, int nx, float
 }
 DISPATCH(q5_0, q5_n)
 
-
 // pair_n runs one Q4_0 or 4-bit Affine row against one residual pair (main row x, remainder row
 // x + xs). The remainder's scale is exactly the main one's / 254 (see laya_quantize), so per
 // block the exact integer 254*dot(q, m) + dot(q, r) takes the remainder's scale alone: a pair
@@ -538,13 +537,14 @@ INLINE void F(float_n)(const lw *w, int row, const float *x, long xs, int nx, fl
 	}
 }
 
-static void F(float)(const lw *w, int row, const void *x, long xs, int nx, float *out) {
+INLINE void F(float_k)(const lw *w, int row, const void *x, long xs, int nx, float *out) {
 	switch (w->kind) {
 	case LK_F32: F(float_n)(w, row, (const float *)x, xs, nx, out, LK_F32); break;
 	case LK_F16: F(float_n)(w, row, (const float *)x, xs, nx, out, LK_F16); break;
 	default: F(float_n)(w, row, (const float *)x, xs, nx, out, LK_BF16); break;
 	}
 }
+DISPATCH(float, float_k)
 
 // qblock stores 32 floats f[0..7] quantized as x ~= d*q, q = round-half-even(x*id) saturated
 // to [-127, 127] as the portable code does, in perm order, with their sums, into o.
