@@ -840,8 +840,7 @@ static inline __m256i F(pairdot2)(__m256i lo, __m256i hi, __m256i ml, __m256i mh
 
 // vec runs one Q4_0 (aff = 0) or 4-bit Affine (aff = 1) row against one activation row (pair = 0)
 // or one residual pair (pair = 1: main row x, remainder row x + xs), eight blocks at a time: the
-// eight integer block sums are summed horizontally into one vector whose lanes are the blocks, so
-// the float scaling is one multiply-add per eight blocks, with the weight scales converted
+// float scaling is four multiply-adds per eight blocks, with the weight scales converted
 // together, the activation scales read from xt and the codes from x8 by block pairs (nrows =
 // 1 + pair, see laya_quantize); the last blocks (fewer than 8) take x. A pair
 // costs a second integer dot product per block but no more float work: its two sums combine
@@ -857,7 +856,7 @@ INLINE void F(vec_n)(const lw *w, int row, const lq8 *x, long xs, const float *x
 		g0 = (long)row * (w->cols / w->group);
 		ngr = 8 >> sh ? 8 >> sh : 1; // groups spanned by 8 blocks
 	}
-	__m256 acc = _mm256_setzero_ps(), corr = _mm256_setzero_ps();
+	__m256 acc = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(), corr = _mm256_setzero_ps();
 	const __m256i m4 = _mm256_set1_epi8(15);
 	const __m256i spread = _mm256_setr_epi32(0 >> sh, 1 >> sh, 2 >> sh, 3 >> sh, 4 >> sh, 5 >> sh, 6 >> sh, 7 >> sh);
 	for (; b + 8 <= nb; b += 8) {
@@ -916,15 +915,16 @@ INLINE void F(vec_n)(const lw *w, int row, const lq8 *x, long xs, const float *x
 			d[i / 2] = pair ? F(pairdot2)(lo, hi, LOADU(xa), LOADU(xa + 32), LOADU(ra), LOADU(ra + 32))
 					: F(dot2)(lo, hi, LOADU(xa), LOADU(xa + 32));
 		}
-		// d[j] holds blocks 2j (lanes 0-3) and 2j+1 (lanes 4-7); two rounds of interleaves and
-		// adds (cheaper than horizontal adds) leave the block sums in the order 0 2 4 6 1 3 5 7.
-		__m256i t0 = _mm256_add_epi32(_mm256_unpacklo_epi32(d[0], d[1]), _mm256_unpackhi_epi32(d[0], d[1]));
-		__m256i t1 = _mm256_add_epi32(_mm256_unpacklo_epi32(d[2], d[3]), _mm256_unpackhi_epi32(d[2], d[3]));
-		__m256i g = _mm256_add_epi32(_mm256_unpacklo_epi64(t0, t1), _mm256_unpackhi_epi64(t0, t1));
-		__m256i sum = _mm256_permutevar8x32_epi32(g, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 		// For a pair, xt holds the remainder's d and the pair's ds sum (see laya_quantize).
 		__m256 xs8 = _mm256_loadu_ps(xd + b), xds8 = _mm256_loadu_ps(xds + b);
-		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(scale, xs8), acc);
+		__m256 sx = _mm256_mul_ps(scale, xs8);
+		// d[j] holds partial sums of blocks 2j (lanes 0-3) and 2j+1 (lanes 4-7): each takes its
+		// blocks' scales spread by one permute, which costs fewer shuffles than reducing the
+		// sums to one lane per block first (the shuffle ports are what the scale inserts use).
+		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[0]), _mm256_permutevar8x32_ps(sx, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1)), acc);
+		acc2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[1]), _mm256_permutevar8x32_ps(sx, _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3)), acc2);
+		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[2]), _mm256_permutevar8x32_ps(sx, _mm256_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5)), acc);
+		acc2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[3]), _mm256_permutevar8x32_ps(sx, _mm256_setr_epi32(6, 6, 6, 6, 7, 7, 7, 7)), acc2);
 		corr = _mm256_fmadd_ps(zero, xds8, corr);
 	}
 	float tail = 0;
@@ -947,7 +947,7 @@ INLINE void F(vec_n)(const lw *w, int row, const lq8 *x, long xs, const float *x
 			tail += x[b].d * scale * (float)F(hsumi)(F(dotu8)(q, LOADU(x[b].q))) + zero * x[b].ds;
 		}
 	}
-	*out = F(hsum)(_mm256_add_ps(acc, corr)) + tail;
+	*out = F(hsum)(_mm256_add_ps(_mm256_add_ps(acc, acc2), corr)) + tail;
 }
 
 static void F(vec_q4_0)(const lw *w, int row, const lq8 *x, const float *xt, const int8_t *x8, float *out) {
