@@ -838,6 +838,17 @@ static inline __m256i F(pairdot2)(__m256i lo, __m256i hi, __m256i ml, __m256i mh
 #endif
 }
 
+// scale8 adds eight blocks' integer sums times their scales into acc and acc2: d[j] holds partial
+// sums of blocks 2j (lanes 0-3) and 2j+1 (lanes 4-7), sx block b's scale in lane b. Each d[j]
+// takes its blocks' scales spread by one permute, which costs fewer shuffles than reducing the
+// sums to one lane per block first (the shuffle ports are also what the scale inserts use).
+INLINE void F(scale8)(const __m256i *d, __m256 sx, __m256 *acc, __m256 *acc2) {
+	*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[0]), _mm256_permutevar8x32_ps(sx, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1)), *acc);
+	*acc2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[1]), _mm256_permutevar8x32_ps(sx, _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3)), *acc2);
+	*acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[2]), _mm256_permutevar8x32_ps(sx, _mm256_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5)), *acc);
+	*acc2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[3]), _mm256_permutevar8x32_ps(sx, _mm256_setr_epi32(6, 6, 6, 6, 7, 7, 7, 7)), *acc2);
+}
+
 // vec runs one Q4_0 (aff = 0) or 4-bit Affine (aff = 1) row against one activation row (pair = 0)
 // or one residual pair (pair = 1: main row x, remainder row x + xs), eight blocks at a time: the
 // float scaling is four multiply-adds per eight blocks, with the weight scales converted
@@ -917,14 +928,7 @@ INLINE void F(vec_n)(const lw *w, int row, const lq8 *x, long xs, const float *x
 		}
 		// For a pair, xt holds the remainder's d and the pair's ds sum (see laya_quantize).
 		__m256 xs8 = _mm256_loadu_ps(xd + b), xds8 = _mm256_loadu_ps(xds + b);
-		__m256 sx = _mm256_mul_ps(scale, xs8);
-		// d[j] holds partial sums of blocks 2j (lanes 0-3) and 2j+1 (lanes 4-7): each takes its
-		// blocks' scales spread by one permute, which costs fewer shuffles than reducing the
-		// sums to one lane per block first (the shuffle ports are what the scale inserts use).
-		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[0]), _mm256_permutevar8x32_ps(sx, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1)), acc);
-		acc2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[1]), _mm256_permutevar8x32_ps(sx, _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3)), acc2);
-		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[2]), _mm256_permutevar8x32_ps(sx, _mm256_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5)), acc);
-		acc2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[3]), _mm256_permutevar8x32_ps(sx, _mm256_setr_epi32(6, 6, 6, 6, 7, 7, 7, 7)), acc2);
+		F(scale8)(d, _mm256_mul_ps(scale, xs8), &acc, &acc2);
 		corr = _mm256_fmadd_ps(zero, xds8, corr);
 	}
 	float tail = 0;
@@ -977,13 +981,13 @@ static void F(vecpair_aff4)(const lw *w, int row, const lq8 *x, long xs, const f
 // vk is vec for Q4_K (five = 0) and Q5_K rows, a super-block (eight sub-blocks of 32 codes)
 // at a time: the 6-bit scales and mins unpack in general-purpose registers, each group of 64
 // codes is dotted with its two activation blocks as they lie in x (one block per vector), and
-// the two results are folded into one vector of both blocks' lanes, reduced as in vec.
+// the two results are folded into one vector of both blocks' lanes, scaled as in vec.
 INLINE void F(vk_n)(const lw *w, int row, const lq8 *x, long xs, const float *xt, float *out, int five, int pair) {
 	const uint8_t *p = w->w + (long)row * w->rowbytes;
 	const lq8 *xr = x + xs;
 	int nsb = w->cols / 256, nb = w->cols / 32, bsize = five ? 176 : 144;
 	const float *xd = xt, *xds = xt + nb;
-	__m256 acc = _mm256_setzero_ps(), corr = _mm256_setzero_ps();
+	__m256 acc = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(), corr = _mm256_setzero_ps();
 	const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
 	for (int sb = 0; sb < nsb; sb++) {
 		const uint8_t *blk = p + (long)bsize * sb, *qs = blk + (five ? 48 : 16);
@@ -1019,14 +1023,10 @@ INLINE void F(vk_n)(const lw *w, int row, const lq8 *x, long xs, const float *xt
 			}
 			dd[g] = _mm256_add_epi32(_mm256_permute2x128_si256(s0, s1, 0x20), _mm256_permute2x128_si256(s0, s1, 0x31));
 		}
-		__m256i t0 = _mm256_add_epi32(_mm256_unpacklo_epi32(dd[0], dd[1]), _mm256_unpackhi_epi32(dd[0], dd[1]));
-		__m256i t1 = _mm256_add_epi32(_mm256_unpacklo_epi32(dd[2], dd[3]), _mm256_unpackhi_epi32(dd[2], dd[3]));
-		__m256i gs = _mm256_add_epi32(_mm256_unpacklo_epi64(t0, t1), _mm256_unpackhi_epi64(t0, t1));
-		__m256i sum = _mm256_permutevar8x32_epi32(gs, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(scale, _mm256_loadu_ps(xd + 8 * sb)), acc);
+		F(scale8)(dd, _mm256_mul_ps(scale, _mm256_loadu_ps(xd + 8 * sb)), &acc, &acc2);
 		corr = _mm256_fmadd_ps(mins, _mm256_loadu_ps(xds + 8 * sb), corr);
 	}
-	*out = F(hsum)(_mm256_sub_ps(acc, corr));
+	*out = F(hsum)(_mm256_sub_ps(_mm256_add_ps(acc, acc2), corr));
 }
 
 static void F(vec_k)(const lw *w, int row, const lq8 *x, const float *xt, const int8_t *x8, float *out) {
