@@ -896,18 +896,15 @@ INLINE void F(vec_n)(const lw *w, int row, const lq8 *x, long xs, const float *x
 			scale = _mm256_permutevar8x32_ps(s8, spread);
 			zero = _mm256_permutevar8x32_ps(z8, spread);
 		} else {
-			// Scales gathered by inserts: a vector load of just-stored halves would stall on
-			// store forwarding.
-			__m128i h = _mm_setzero_si128();
+			// The eight half scales meet in two 64-bit registers and move over in two
+			// transfers: eight 16-bit inserts would compete with the block sums for the shuffle
+			// ports, and a vector load of just-stored halves would stall on store forwarding.
 			const uint8_t *blk = p + 18 * b;
-			h = _mm_insert_epi16(h, F(u16)(blk + 0 * 18), 0);
-			h = _mm_insert_epi16(h, F(u16)(blk + 1 * 18), 1);
-			h = _mm_insert_epi16(h, F(u16)(blk + 2 * 18), 2);
-			h = _mm_insert_epi16(h, F(u16)(blk + 3 * 18), 3);
-			h = _mm_insert_epi16(h, F(u16)(blk + 4 * 18), 4);
-			h = _mm_insert_epi16(h, F(u16)(blk + 5 * 18), 5);
-			h = _mm_insert_epi16(h, F(u16)(blk + 6 * 18), 6);
-			h = _mm_insert_epi16(h, F(u16)(blk + 7 * 18), 7);
+			uint64_t l = (uint64_t)F(u16)(blk) | (uint64_t)F(u16)(blk + 18) << 16 | (uint64_t)F(u16)(blk + 36) << 32 |
+				(uint64_t)F(u16)(blk + 54) << 48;
+			uint64_t u = (uint64_t)F(u16)(blk + 72) | (uint64_t)F(u16)(blk + 90) << 16 | (uint64_t)F(u16)(blk + 108) << 32 |
+				(uint64_t)F(u16)(blk + 126) << 48;
+			__m128i h = _mm_insert_epi64(_mm_cvtsi64_si128((long long)l), (long long)u, 1);
 			scale = _mm256_cvtph_ps(h);
 			zero = _mm256_mul_ps(scale, _mm256_set1_ps(-8));
 		}
