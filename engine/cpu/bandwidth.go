@@ -7,7 +7,7 @@ import (
 
 // MemoryBandwidth measures streaming read bandwidth in GB/s the way the decode kernels read
 // weights: threads goroutines each read their share of a buffer of size bytes (make it larger
-// than any cache) in order, with the kernels' software prefetches; best of five passes. A plain
+// than any cache) in order, with the decode kernels' software prefetch distance; best of five passes. A plain
 // Go loop reads less than the kernels on machines where one core cannot keep enough misses in
 // flight by itself, which would put a floor below what decode reaches.
 func MemoryBandwidth(size, threads int) float64 {

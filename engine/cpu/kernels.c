@@ -599,7 +599,7 @@ uint64_t laya_stream(const uint64_t *p, long n) {
 	uint64_t a[8] = {0};
 	long i = 0;
 	for (; i + 8 <= n; i += 8) { // a cache line per step; a prefetch past the end cannot fault
-		__builtin_prefetch(p + i + 4096 / 8);
+		__builtin_prefetch(p + i + LAYA_PF / 8);
 		for (int k = 0; k < 8; k++) a[k] += p[i + k];
 	}
 	for (; i < n; i++) a[0] += p[i];

@@ -20,9 +20,6 @@
 #endif
 #endif
 
-// LAYA_PF is how far ahead of the decode the weight stream is prefetched.
-#define LAYA_PF 2048
-
 #define F(n) neon_##n
 #define DOTPROD 0
 #include "kernels_arm64.h"

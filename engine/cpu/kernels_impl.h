@@ -8,6 +8,16 @@
 // for all of them, which is what makes batched prefill cheaper than separate mat-vecs.
 #define LAYA_NX 4
 
+// LAYA_PF is how many bytes ahead of the decode kernels the weight stream is prefetched (rows
+// are contiguous); laya_stream reads at the same distance.
+#ifndef LAYA_PF
+#if defined(__aarch64__)
+#define LAYA_PF 2048
+#else
+#define LAYA_PF 4096
+#endif
+#endif
+
 // Classes of decoded weight codes (laya_impl.cls): unsigned below 128, unsigned below 16, or
 // signed bytes.
 enum { LC_U7, LC_U4, LC_S8 };

@@ -3,9 +3,6 @@
 // purpose. Integer block sums are exact; only float accumulation order differs from kernels.c.
 
 #define LOADU(p) _mm256_loadu_si256((const __m256i *)(p))
-#ifndef LAYA_PF
-#define LAYA_PF 4096
-#endif
 
 static inline float F(hsum)(__m256 v) {
 	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
