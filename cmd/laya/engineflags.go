@@ -28,8 +28,8 @@ func addEngineFlags(fs *flag.FlagSet, backendUsage string) *engineFlags {
 // load opens the model with sessions of context positions; 0 is the engine's default.
 //
 // With --threads N the process also runs Go code on at most N threads: on a machine with more
-// cores, the idle Ps let the runtime hand the engine's goroutines from core to core, which cost
-// decode about 10% on a 16-core Xeon with 2 threads (paired runs, GOMAXPROCS 2 against 16).
+// cores, the runtime's idle Ps cost decode about 10% (a 16-core Xeon, 2 threads, paired runs of
+// GOMAXPROCS 2 against 16; pinning the pool's workers to OS threads did not recover it).
 func (f *engineFlags) load(context int) (*engine.Model, error) {
 	if f.threads > 0 {
 		runtime.GOMAXPROCS(f.threads)
