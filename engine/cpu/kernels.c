@@ -385,7 +385,7 @@ const laya_impl *laya_portable(void) { return &impl_c; }
 int laya_init(int force) {
 	const laya_impl *best = &impl_c;
 	int level = 0;
-	for (int l = 1; l <= 2; l++) {
+	for (int l = 1; l <= 3; l++) {
 		const laya_impl *cand = laya_simd(l);
 		if (cand && (force < 0 || l <= force)) {
 			best = cand;
@@ -396,14 +396,13 @@ int laya_init(int force) {
 	return level;
 }
 
-void laya_quantize(const float *x, int rows, int cols, lq8 *out, int perm, int resid, float *scratch,
-	float *xt, int8_t *x8) {
-	int nb = cols / 32, qrows = rows;
+void laya_quantize_rows(const float *x, int rows, int cols, int r0, int r1, lq8 *out, int perm, int resid,
+	float *scratch, float *xt, int8_t *x8) {
+	int nb = cols / 32, qrows = resid ? 2 * rows : rows, q0 = resid ? 2 * r0 : r0, q1 = resid ? 2 * r1 : r1;
 	if (!resid) {
-		impl->quantize(x, rows, cols, out, perm);
+		impl->quantize(x + (long)r0 * cols, r1 - r0, cols, out + (long)r0 * nb, perm);
 	} else {
-		qrows = 2 * rows;
-		for (int r = 0; r < rows; r++) {
+		for (int r = r0; r < r1; r++) {
 			const float *v = x + (long)r * cols;
 			lq8 *main = out + (long)(2 * r) * nb;
 			impl->quantize(v, 1, cols, main, perm);
@@ -413,7 +412,7 @@ void laya_quantize(const float *x, int rows, int cols, lq8 *out, int perm, int r
 	if (!xt) return;
 	if (x8 && qrows < 8) {
 		// Too few rows for tiles: the decode kernels read each row's codes by pairs of blocks.
-		for (int r = 0; r < qrows; r++) {
+		for (int r = q0; r < q1; r++) {
 			for (int b = 0; b + 1 < nb; b += 2) {
 				const lq8 *q = out + (long)r * nb + b;
 				int8_t *t = x8 + (long)r * cols + 32 * b;
@@ -424,7 +423,7 @@ void laya_quantize(const float *x, int rows, int cols, lq8 *out, int perm, int r
 			}
 		}
 	}
-	for (int r = 0; r < qrows; r++) {
+	for (int r = q0; r < q1; r++) {
 		for (int b = 0; b < nb; b++) {
 			const lq8 *q = out + (long)r * nb + b;
 			xt[(long)b * qrows + r] = q->d;
@@ -435,6 +434,13 @@ void laya_quantize(const float *x, int rows, int cols, lq8 *out, int perm, int r
 			}
 		}
 	}
+}
+
+void laya_quantize(const float *x, int rows, int cols, lq8 *out, int perm, int resid, float *scratch,
+	float *xt, int8_t *x8) {
+	int nb = cols / 32;
+	laya_quantize_rows(x, rows, cols, 0, rows, out, perm, resid, scratch, xt, x8);
+	if (!xt) return;
 	if (resid && rows == 1) {
 		// A single pair is what decode runs: its kernels take the remainder's d and the pair's
 		// ds sum per block, so xt holds those instead (nb floats each).
@@ -509,30 +515,42 @@ void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *wp,
 		return;
 	}
 	if (x8 && nx >= 16 && impl->wide && impl->decode[kind]) {
-		// Each group of 4 weight rows is decoded once into a per-thread buffer, then runs
-		// against every 16 or 32 activation rows.
+		// Each group of 4 weight rows (16 with wide16) is decoded once into a per-thread buffer,
+		// then runs against every 16 or 32 activation rows.
 		static __thread uint8_t *dec;
 		static __thread long deccap;
-		int nb = cols / 32;
+		int nb = cols / 32, g = impl->wide16 ? 16 : 4, nt = nx / 16;
 		int g2 = (kind == LK_AFF4 || kind == LK_AFF8) && group >= 64 && nb % 2 == 0;
-		long need = 4L * nb * (32 + 2 * sizeof(float));
+		long need = (long)g * nb * (32 + 2 * sizeof(float)) + (impl->wide16 ? 256L * nt * sizeof(float) : 0);
 		if (need > deccap) {
 			free(dec);
-			dec = malloc(need);
+			// zeroed, so that the rows past a short group that wide16 computes anyway are finite
+			dec = calloc(1, need);
 			deccap = dec ? need : 0;
 			if (!dec) abort();
 		}
 		uint8_t *codes = dec;
-		float *scale = (float *)(dec + 4L * nb * 32), *zero = scale + 4L * nb, wt[4 * 32];
+		float *scale = (float *)(dec + (long)g * nb * 32), *zero = scale + (long)g * nb, wt[4 * 32];
+		float *wt16 = zero + (long)g * nb;
 		// Q6_K's scales cover 16 codes: its decoder writes each row as two virtual rows, one
 		// per half of every block (the other half's codes at the zero point), whose outputs add.
 		int vf = kind == LK_Q6_K ? 2 : 1;
 		for (int o = r0; o < r1;) {
-			int nw = r1 - o < 4 / vf ? r1 - o : 4 / vf, r = 0;
+			int nw = r1 - o < g / vf ? r1 - o : g / vf, r = 0;
 			impl->decode[kind](w, o, nw, codes, scale, zero);
-			while (r + 16 <= nx) {
-				int nt = r + 32 <= nx ? 2 : 1, n = 16 * nt;
-				impl->wide(codes, scale, zero, impl->zk[kind], impl->cls[kind], g2, nw * vf, nb, x8, xt, nx, r, nt, wt);
+			if (impl->wide16) {
+				impl->wide16(codes, scale, zero, impl->zk[kind], nb, x8, xt, nx, nt, wt16);
+				for (int t = 0; t < nt; t++) {
+					float *ot = wt16 + 256L * t;
+					if (vf == 2)
+						for (int v = 0; v < nw; v++)
+							for (int i = 0; i < 16; i++) ot[16 * v + i] = ot[16 * 2 * v + i] + ot[16 * (2 * v + 1) + i];
+					laya_store_tile(dst, ldd, o, nw, 16 * t, 16, ot, bias, pairs);
+				}
+				r = 16 * nt;
+			} else while (r + 16 <= nx) {
+				int two = r + 32 <= nx ? 2 : 1, n = 16 * two;
+				impl->wide(codes, scale, zero, impl->zk[kind], impl->cls[kind], g2, nw * vf, nb, x8, xt, nx, r, two, wt);
 				if (vf == 2) // fold each virtual pair into its row's slot
 					for (int v = 0; v < nw; v++)
 						for (int i = 0; i < n; i++) wt[n * v + i] = wt[n * 2 * v + i] + wt[n * (2 * v + 1) + i];

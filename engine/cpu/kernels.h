@@ -35,7 +35,7 @@ typedef struct {
 } lw;
 
 // laya_init picks the best implementation for this CPU; force >= 0 selects one (0 portable,
-// 1 AVX2 or NEON, 2 AVX-512 VNNI or NEON dotprod) when available, so tests can compare them. Returns the one chosen.
+// 1 AVX2 or NEON, 2 AVX-512 VNNI or NEON dotprod, 3 AMX) when available, so tests can compare them. Returns the one chosen.
 int laya_init(int force);
 
 // laya_quant_perm reports whether kind wants its activations in Affine-4 nibble order.
@@ -63,6 +63,12 @@ int laya_quant_perm(int kind);
 // of b+1, for the 8-block decode kernels.
 void laya_quantize(const float *x, int rows, int cols, lq8 *out, int perm, int resid, float *scratch,
 	float *xt, int8_t *x8);
+
+// laya_quantize_rows does laya_quantize's work for input rows [r0, r1) of rows, for calls that
+// split rows >= 16 between threads at multiples of 16 (so no two write the same x8 tile): each
+// needs its own scratch. The single-row layouts are laya_quantize's alone.
+void laya_quantize_rows(const float *x, int rows, int cols, int r0, int r1, lq8 *out, int perm, int resid,
+	float *scratch, float *xt, int8_t *x8);
 
 // laya_matmul computes dst[r*ldd + o] = dot(W[o], x[r]) (+ bias[o]) for o in [r0, r1) and r in
 // [0, nx). W has the given kind, rows, cols and rowbytes; for Affine, sc and bi are the companion

@@ -16,7 +16,7 @@ import (
 	"github.com/layaapp/laya/engine/tensor"
 )
 
-// simdLevel is the kernel set in use: 0 portable C, then 1 AVX2 and 2 AVX-512 VNNI on amd64, 1
+// simdLevel is the kernel set in use: 0 portable C, then 1 AVX2, 2 AVX-512 VNNI and 3 AMX on amd64, 1
 // NEON and 2 NEON with dotprod on arm64.
 var simdLevel = int(C.laya_init(-1))
 
@@ -88,6 +88,25 @@ func kindPermutes(kind int) bool { return C.laya_quant_perm(C.int(kind)) != 0 }
 // read. scratch holds cols floats. Short buffers are a bug in this package, not bad input: C
 // would write past them, so they panic.
 func quantize(x []float32, rows, cols int, q []uint32, perm, resid bool, scratch, xt []float32, x8 []int8) {
+	checkQuantize(x, rows, cols, q, resid, scratch, xt, x8)
+	t, t8 := quantExtras(xt, x8)
+	C.laya_quantize((*C.float)(&x[0]), C.int(rows), C.int(cols), (*C.lq8)(unsafe.Pointer(&q[0])),
+		cbool(perm), cbool(resid), (*C.float)(&scratch[0]), t, t8)
+}
+
+// quantizeRows is quantize's work for rows [r0, r1) of rows >= 16, r0 a multiple of 16, so
+// that threads can split it (see laya_quantize_rows); each needs its own scratch.
+func quantizeRows(x []float32, rows, cols, r0, r1 int, q []uint32, perm, resid bool, scratch, xt []float32, x8 []int8) {
+	checkQuantize(x, rows, cols, q, resid, scratch, xt, x8)
+	if rows < 16 || r0%16 != 0 || r0 < 0 || r1 > rows || r0 >= r1 {
+		panic(fmt.Sprintf("cpu: quantize rows [%d, %d) of %d", r0, r1, rows))
+	}
+	t, t8 := quantExtras(xt, x8)
+	C.laya_quantize_rows((*C.float)(&x[0]), C.int(rows), C.int(cols), C.int(r0), C.int(r1), (*C.lq8)(unsafe.Pointer(&q[0])),
+		cbool(perm), cbool(resid), (*C.float)(&scratch[0]), t, t8)
+}
+
+func checkQuantize(x []float32, rows, cols int, q []uint32, resid bool, scratch, xt []float32, x8 []int8) {
 	qrows := rows
 	if resid {
 		qrows = 2 * rows
@@ -100,6 +119,9 @@ func quantize(x []float32, rows, cols int, q []uint32, perm, resid bool, scratch
 		(len(xt) > 0 && len(xt) < max(2*qrows, 4)*cols/32) || (len(xt) > 0 && len(x8) > 0 && len(x8) < n8) {
 		panic(fmt.Sprintf("cpu: quantize buffers too short for %d x %d", rows, cols))
 	}
+}
+
+func quantExtras(xt []float32, x8 []int8) (*C.float, *C.int8_t) {
 	var t *C.float
 	var t8 *C.int8_t
 	if len(xt) > 0 {
@@ -108,8 +130,7 @@ func quantize(x []float32, rows, cols int, q []uint32, perm, resid bool, scratch
 			t8 = (*C.int8_t)(&x8[0])
 		}
 	}
-	C.laya_quantize((*C.float)(&x[0]), C.int(rows), C.int(cols), (*C.lq8)(unsafe.Pointer(&q[0])),
-		cbool(perm), cbool(resid), (*C.float)(&scratch[0]), t, t8)
+	return t, t8
 }
 
 func cbool(b bool) C.int {

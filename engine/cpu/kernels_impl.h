@@ -62,6 +62,11 @@ typedef struct {
 	int cls[LK_NKINDS];
 	void (*wide)(const uint8_t *codes, const float *scale, const float *zero, float zk, int cls, int g2, int nw, int nb,
 		const int8_t *x8, const float *xt, int nrows, int r0, int nt, float *out);
+	// wide16, where present (AMX), takes the place of wide: 16 decoded weight rows (codes, scale
+	// and zero as the decoders write them) against the nt 16-row tiles of x8 from row 0, zk as in
+	// wide; out[(16*t + v)*16 + i] receives weight row v against activation row 16t+i.
+	void (*wide16)(const uint8_t *codes, const float *scale, const float *zero, float zk, int nb,
+		const int8_t *x8, const float *xt, int nrows, int nt, float *out);
 	// vec holds single-row kernels that scale eight blocks at once (decode), where present;
 	// vecpair the same for one residual pair.
 	laya_vecfn vec[LK_NKINDS];
@@ -72,8 +77,8 @@ typedef struct {
 } laya_impl;
 
 // laya_simd returns the SIMD implementation of a level when this build and CPU have it, else
-// NULL: on amd64 1 is AVX2+FMA+F16C and 2 AVX-512 VNNI on top, on arm64 1 is NEON and 2 NEON
-// with the dotprod extension.
+// NULL: on amd64 1 is AVX2+FMA+F16C, 2 AVX-512 VNNI on top and 3 AMX-INT8 tiles on top of that
+// (prefill only), on arm64 1 is NEON and 2 NEON with the dotprod extension.
 const laya_impl *laya_simd(int level);
 
 // laya_portable returns the portable implementation, whose kernels a SIMD level keeps for the

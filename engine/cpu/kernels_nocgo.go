@@ -21,6 +21,9 @@ func kindPermutes(int) bool { return false }
 
 func quantize([]float32, int, int, []uint32, bool, bool, []float32, []float32, []int8) {}
 
+func quantizeRows([]float32, int, int, int, int, []uint32, bool, bool, []float32, []float32, []int8) {
+}
+
 // runKernel is never reached: kernelKind reports no kernels without cgo.
 func (j *matmulJob) runKernel(lo, hi int) {}
 

@@ -13,7 +13,7 @@ import (
 
 // levels returns the kernel levels this CPU runs (0 portable, then each SIMD level present) and
 // restores the best one when the test ends.
-func levels(t *testing.T) []int {
+func levels(t testing.TB) []int {
 	best := useSIMD(-1)
 	t.Cleanup(func() { useSIMD(-1) })
 	var ls []int
@@ -41,6 +41,8 @@ func levelName(level int) string {
 		return "AVX2"
 	case runtime.GOARCH == "amd64" && level == 2:
 		return "AVX-512 VNNI"
+	case runtime.GOARCH == "amd64" && level == 3:
+		return "AMX"
 	case runtime.GOARCH == "arm64" && level == 1:
 		return "NEON"
 	case runtime.GOARCH == "arm64" && level == 2:
@@ -172,13 +174,16 @@ func TestKernelsAgree(t *testing.T) {
 	ls := levels(t)
 	t.Cleanup(func() { tile8 = true })
 	for _, wc := range allFormats {
-		// 26 blocks of 32 (64-groups fit) leave a tail after the 8-block kernels; K formats need
-		// whole 256-blocks.
+		// 26 blocks of 32 (64-groups fit) leave a tail after the 8-block kernels; the legacy
+		// formats take an odd 25 (the AMX kernel's block pipeline runs two at a time); K formats
+		// need whole 256-blocks.
 		e, _ := wc.dt.BlockSize()
 		cols := 832
 		switch e {
 		case 1:
 			cols = 83
+		case 32:
+			cols = 800
 		case 256:
 			cols = 768
 		}
@@ -268,6 +273,19 @@ func TestAttentionAndSiLUAllLevels(t *testing.T) {
 		t.Run(fmt.Sprintf("level%d", l), func(t *testing.T) {
 			TestAttentionGQA(t)
 			TestElementwise(t)
+		})
+	}
+}
+
+// BenchmarkMatMat128 runs every SIMD level this CPU has, side by side.
+func BenchmarkMatMat128(b *testing.B) {
+	for _, l := range levels(b) {
+		if l == 0 {
+			continue
+		}
+		b.Run(fmt.Sprintf("level%d", l), func(b *testing.B) {
+			useSIMD(l)
+			benchMatMul(b, 128)
 		})
 	}
 }
