@@ -148,7 +148,7 @@ func (c *cpuBackend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows 
 			j.xt, j.x8 = j.xt[:nt], j.x8[:n8]
 		}
 		if rows >= 32 && c.pool.threads > 1 {
-			// Prefill: the quantization, serial, took about 5% of a 2-thread prefill.
+			// Prefill: serial, the quantization took about 5% of a 2-thread prefill (2-vCPU machine).
 			q := &j.quant
 			q.x, q.cols, q.perm = s, m.cols, kindPermutes(m.kind)
 			for w := range q.scratch {
