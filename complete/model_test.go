@@ -126,15 +126,24 @@ func TestRealModelSupersede(t *testing.T) {
 	started := make(chan struct{})
 	errc := make(chan error, 1)
 	var afterNewer atomic.Int64
-	var newer atomic.Bool
+	// seq is the session's request count: the newer request bumps it where it cancels the older
+	// one, so pieces are counted from there (not from when the test starts the newer request,
+	// which a loaded machine can leave many tokens behind).
+	seq := func() uint64 {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.sessions["x"].seq
+	}
 	go func() {
 		var once bool
+		var mine uint64
 		_, err := c.Complete(context.Background(), "x", Request{Prefix: "once upon a time", MaxTokens: 200}, func(string) {
 			if !once {
 				once = true
+				mine = seq()
 				close(started)
 			}
-			if newer.Load() {
+			if seq() != mine {
 				afterNewer.Add(1)
 			}
 		})
@@ -145,7 +154,6 @@ func TestRealModelSupersede(t *testing.T) {
 	case err := <-errc:
 		t.Skipf("the first request ended before streaming: %v", err)
 	}
-	newer.Store(true)
 	if _, err := c.Complete(context.Background(), "x", Request{Prefix: "once upon a time there", MaxTokens: 2}, nil); err != nil {
 		t.Fatal(err)
 	}
