@@ -539,7 +539,7 @@ void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *wp,
 			int nw = r1 - o < g / vf ? r1 - o : g / vf, r = 0;
 			impl->decode[kind](w, o, nw, codes, scale, zero);
 			if (impl->wide16) {
-				impl->wide16(codes, scale, zero, impl->zk[kind], nb, x8, xt, nx, nt, wt16);
+				impl->wide16(codes, scale, zero, impl->zk[kind], g2, nb, x8, xt, nx, nt, wt16);
 				for (int t = 0; t < nt; t++) {
 					float *ot = wt16 + 256L * t;
 					if (vf == 2)

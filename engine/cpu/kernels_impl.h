@@ -64,8 +64,8 @@ typedef struct {
 		const int8_t *x8, const float *xt, int nrows, int r0, int nt, float *out);
 	// wide16, where present (AMX), takes the place of wide: 16 decoded weight rows (codes, scale
 	// and zero as the decoders write them) against the nt 16-row tiles of x8 from row 0, zk as in
-	// wide; out[(16*t + v)*16 + i] receives weight row v against activation row 16t+i.
-	void (*wide16)(const uint8_t *codes, const float *scale, const float *zero, float zk, int nb,
+	// wide (g2 too); out[(16*t + v)*16 + i] receives weight row v against activation row 16t+i.
+	void (*wide16)(const uint8_t *codes, const float *scale, const float *zero, float zk, int g2, int nb,
 		const int8_t *x8, const float *xt, int nrows, int nt, float *out);
 	// vec holds single-row kernels that scale eight blocks at once (decode), where present;
 	// vecpair the same for one residual pair.
