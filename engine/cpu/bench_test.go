@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/layaapp/laya/engine/backend"
 	"github.com/layaapp/laya/engine/tensor"
 )
 
@@ -61,6 +62,24 @@ func BenchmarkAttentionDecode(b *testing.B) {
 		b.Run(fmt.Sprint(ctx), func(b *testing.B) {
 			benchAttention(b, ctx)
 		})
+	}
+}
+
+// BenchmarkAttentionPrefill times the attention of a 128-token prefill of one TinyLlama layer
+// on 2 threads.
+func BenchmarkAttentionPrefill(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 3))
+	c := newCPU(b, 2)
+	cache := c.NewKVCache(backend.AttnShape{Layers: 1, Heads: 32, KVHeads: 4, HeadDim: 64, Context: 128})
+	q, k, v := bufOf(c, randVec(r, 128*2048)), bufOf(c, randVec(r, 128*256)), bufOf(c, randVec(r, 128*256))
+	out := c.NewBuffer(128 * 2048)
+	b.ResetTimer()
+	for range b.N {
+		cache.Truncate(0)
+		c.Attention(out, q, k, v, cache, 0, 0, 128)
+	}
+	if err := c.Sync(); err != nil {
+		b.Fatal(err)
 	}
 }
 

@@ -272,6 +272,7 @@ func TestAttentionAndSiLUAllLevels(t *testing.T) {
 		useSIMD(l)
 		t.Run(fmt.Sprintf("level%d", l), func(t *testing.T) {
 			TestAttentionGQA(t)
+			TestAttentionShapes(t)
 			TestElementwise(t)
 		})
 	}

@@ -1200,18 +1200,48 @@ static inline float F(dot)(const float *a, const float *b, int n) {
 	return s;
 }
 
+// dot8 returns the dot products of a against the 8 rows at b (stride ld), n a multiple of 8:
+// each row's products accumulate in their own vector, and one transposing reduction leaves
+// the 8 sums in one vector, instead of a horizontal sum per row.
+static inline __m256 F(dot8)(const float *a, const float *b, long ld, int n) {
+	__m256 s[8];
+	for (int j = 0; j < 8; j++) s[j] = _mm256_setzero_ps();
+	for (int i = 0; i < n; i += 8) {
+		__m256 av = _mm256_loadu_ps(a + i);
+		for (int j = 0; j < 8; j++) s[j] = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + j * ld + i), s[j]);
+	}
+	__m256 h0 = _mm256_hadd_ps(_mm256_hadd_ps(s[0], s[1]), _mm256_hadd_ps(s[2], s[3]));
+	__m256 h1 = _mm256_hadd_ps(_mm256_hadd_ps(s[4], s[5]), _mm256_hadd_ps(s[6], s[7]));
+	return _mm256_add_ps(_mm256_permute2f128_ps(h0, h1, 0x20), _mm256_permute2f128_ps(h0, h1, 0x31));
+}
+
+// attention: with head sizes a multiple of 8 the scores come 8 keys at a time, and the values
+// are summed a key at a time into 64 outputs held in registers, so each score is broadcast once
+// per 64 outputs (prefill spent 3.9% of its time here on the 2-vCPU machine).
 static void F(attention)(const float *q, const float *k, const float *v, float *out, float *sc,
 	int heads, int group, int hd, int kvw, int pos, int lo, int hi, float scale) {
+	const int wide = hd % 8 == 0;
 	for (int it = lo; it < hi; it++) {
 		int r = it / heads, h = it % heads, n = pos + r + 1, ko = (h / group) * hd;
 		const float *qh = q + (long)it * hd;
-		float m = -INFINITY;
-		for (int t = 0; t < n; t++) {
+		__m256 mv = _mm256_set1_ps(-INFINITY);
+		int t = 0;
+		if (wide)
+			for (; t + 8 <= n; t += 8) {
+				__m256 d = _mm256_mul_ps(F(dot8)(qh, k + (long)t * kvw + ko, kvw, hd), _mm256_set1_ps(scale));
+				_mm256_storeu_ps(sc + t, d);
+				mv = _mm256_max_ps(mv, d);
+			}
+		__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mv), _mm256_extractf128_ps(mv, 1));
+		m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+		float m = fmaxf(_mm_cvtss_f32(m4), _mm_cvtss_f32(_mm_shuffle_ps(m4, m4, 1)));
+		for (; t < n; t++) {
 			sc[t] = F(dot)(qh, k + (long)t * kvw + ko, hd) * scale;
 			m = fmaxf(m, sc[t]);
 		}
-		__m256 zs = _mm256_setzero_ps(), mv = _mm256_set1_ps(m);
-		int t = 0;
+		__m256 zs = _mm256_setzero_ps();
+		mv = _mm256_set1_ps(m);
+		t = 0;
 		for (; t + 8 <= n; t += 8) {
 			__m256 e = F(exp)(_mm256_sub_ps(_mm256_loadu_ps(sc + t), mv));
 			_mm256_storeu_ps(sc + t, e);
@@ -1220,20 +1250,26 @@ static void F(attention)(const float *q, const float *k, const float *v, float *
 		float z = F(hsum)(zs);
 		for (; t < n; t++) z += (sc[t] = expf(sc[t] - m));
 		float *o = out + (long)it * hd, iz = 1 / z;
+		const float *vh = v + ko;
 		int i = 0;
-		for (; i + 8 <= hd; i += 8) {
-			__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-			int u = 0;
-			for (; u + 2 <= n; u += 2) {
-				a0 = _mm256_fmadd_ps(_mm256_set1_ps(sc[u]), _mm256_loadu_ps(v + (long)u * kvw + ko + i), a0);
-				a1 = _mm256_fmadd_ps(_mm256_set1_ps(sc[u + 1]), _mm256_loadu_ps(v + (long)(u + 1) * kvw + ko + i), a1);
+		for (; i + 64 <= hd; i += 64) {
+			__m256 a[8];
+			for (int j = 0; j < 8; j++) a[j] = _mm256_setzero_ps();
+			for (int u = 0; u < n; u++) {
+				__m256 p = _mm256_set1_ps(sc[u]);
+				const float *vu = vh + (long)u * kvw + i;
+				for (int j = 0; j < 8; j++) a[j] = _mm256_fmadd_ps(p, _mm256_loadu_ps(vu + 8 * j), a[j]);
 			}
-			if (u < n) a0 = _mm256_fmadd_ps(_mm256_set1_ps(sc[u]), _mm256_loadu_ps(v + (long)u * kvw + ko + i), a0);
-			_mm256_storeu_ps(o + i, _mm256_mul_ps(_mm256_add_ps(a0, a1), _mm256_set1_ps(iz)));
+			for (int j = 0; j < 8; j++) _mm256_storeu_ps(o + i + 8 * j, _mm256_mul_ps(a[j], _mm256_set1_ps(iz)));
+		}
+		for (; i + 8 <= hd; i += 8) {
+			__m256 a0 = _mm256_setzero_ps();
+			for (int u = 0; u < n; u++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(sc[u]), _mm256_loadu_ps(vh + (long)u * kvw + i), a0);
+			_mm256_storeu_ps(o + i, _mm256_mul_ps(a0, _mm256_set1_ps(iz)));
 		}
 		for (; i < hd; i++) {
 			float s = 0;
-			for (int u = 0; u < n; u++) s += sc[u] * v[(long)u * kvw + ko + i];
+			for (int u = 0; u < n; u++) s += sc[u] * vh[(long)u * kvw + i];
 			o[i] = s * iz;
 		}
 	}

@@ -383,6 +383,37 @@ func refAttention(q, ks, vs []float32, heads, kvHeads, hd, pos, rows int) []floa
 	return out
 }
 
+// TestAttentionShapes runs head sizes on every path of the kernels (a multiple of 64 and of 8,
+// 8 with a 64-wide part, and one that is not a multiple of 8) over a prefill long enough for
+// whole groups of 8 keys and a tail, then a batch on top of it.
+func TestAttentionShapes(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 6))
+	for _, hd := range []int{64, 8, 72, 20} {
+		for threads := 1; threads <= 2; threads++ {
+			c := newCPU(t, threads)
+			shape := backend.AttnShape{Layers: 1, Heads: 4, KVHeads: 2, HeadDim: hd, Context: 48}
+			cache := c.NewKVCache(shape)
+			qw, kvw := 4*hd, 2*hd
+			var ks, vs []float32
+			pos := 0
+			for _, rows := range []int{37, 3} {
+				q, k, v := randVec(r, rows*qw), randVec(r, rows*kvw), randVec(r, rows*kvw)
+				ks, vs = append(ks, k...), append(vs, v...)
+				out := c.NewBuffer(rows * qw)
+				c.Attention(out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, 0, pos, rows)
+				got := read(t, c, out)
+				want := refAttention(q, ks, vs, 4, 2, hd, pos, rows)
+				for i := range want {
+					if math.Abs(float64(got[i])-want[i]) > 1e-5 {
+						t.Fatalf("hd %d threads %d pos %d: out %d = %v, want %v", hd, threads, pos, i, got[i], want[i])
+					}
+				}
+				pos += rows
+			}
+		}
+	}
+}
+
 func TestAttentionGQA(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
 	for threads := 1; threads <= 3; threads++ {
