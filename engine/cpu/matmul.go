@@ -161,13 +161,14 @@ func (c *cpuBackend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows 
 			quantize(s, rows, m.cols, j.xq, kindPermutes(m.kind), j.resid, j.scratch, j.xt, j.x8)
 		}
 	}
-	// About eight chunks per worker balance a shared machine; each is whole groups of the rows
-	// the kernels decode together (4, or 16 for AMX prefill tiles).
-	g := 4
+	// About eight chunks per worker balance a shared machine in decode; each is whole groups of
+	// the rows the kernels decode together (4, or 16 for AMX prefill tiles). A prefill chunk of
+	// one group is thousands of times a chunk's overhead, and the last chunk leaves the other
+	// workers waiting for it.
+	chunk := max(4, (m.rows/(8*c.pool.threads)+3)/4*4)
 	if rows >= 16 {
-		g = 16
+		chunk = 16
 	}
-	chunk := max(g, (m.rows/(8*c.pool.threads)+g-1)/g*g)
 	c.pool.parallel(j, m.rows, chunk)
 	for i, e := range j.errs {
 		if e != nil {
