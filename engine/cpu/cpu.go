@@ -42,6 +42,20 @@ type cpuBackend struct {
 
 	mm   matmulJob
 	attn attnJob
+	// quantized names the input whose quantized activations mm holds, so that the matmuls of one
+	// input (q, k and v; gate and up) quantize it once. Every method that writes a buffer clears
+	// it; MatMul only when its output overlaps that input.
+	quantized quantKey
+	// quantizations counts the inputs quantized, for tests.
+	quantizations int
+}
+
+// quantKey identifies a matmul input and how it was quantized. Holding x keeps its memory from
+// being reused by another buffer while the key names it.
+type quantKey struct {
+	x                  *float32
+	n, rows, cols      int
+	perm, resid, tile8 bool
 }
 
 // New returns a CPU backend running matmuls on threads workers; threads <= 0 means one per
@@ -220,6 +234,7 @@ func (c *cpuBackend) vec(t *tensor.Tensor) ([]float32, error) {
 }
 
 func (c *cpuBackend) Embed(dst backend.Buffer, table *tensor.Tensor, ids []int32) {
+	c.quantized = quantKey{}
 	if table == nil {
 		c.fail(errors.New("cpu: embed: nil table"))
 		return
@@ -242,6 +257,7 @@ func (c *cpuBackend) Embed(dst backend.Buffer, table *tensor.Tensor, ids []int32
 }
 
 func (c *cpuBackend) SiLUMul(dst, gate, up backend.Buffer, n int) {
+	c.quantized = quantKey{}
 	d, ok1 := c.need("silumul", dst, n)
 	g, ok2 := c.need("silumul", gate, n)
 	u, ok3 := c.need("silumul", up, n)
@@ -251,6 +267,7 @@ func (c *cpuBackend) SiLUMul(dst, gate, up backend.Buffer, n int) {
 }
 
 func (c *cpuBackend) Add(dst, x backend.Buffer, n int) {
+	c.quantized = quantKey{}
 	d, ok1 := c.need("add", dst, n)
 	s, ok2 := c.need("add", x, n)
 	if ok1 && ok2 {

@@ -3,6 +3,7 @@ package cpu
 import (
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/layaapp/laya/engine/backend"
 	"github.com/layaapp/laya/engine/tensor"
@@ -124,41 +125,10 @@ func (c *cpuBackend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows 
 		if c.residual {
 			j.resid, j.qrows = true, 2*rows
 		}
-		n := j.qrows * m.cols / 32 * lq8Size / 4
-		if cap(j.xq) < n {
-			j.xq = make([]uint32, n)
-		}
-		if cap(j.scratch) < m.cols {
-			j.scratch = make([]float32, m.cols)
-		}
-		j.xq = j.xq[:n]
-		j.xt, j.x8 = j.xt[:0], j.x8[:0]
-		if tile8 {
-			// A single row's xt also holds its half-block sums (see kernels.h).
-			nt, n8 := max(2*j.qrows, 4)*m.cols/32, (j.qrows/8+1)/2*16*m.cols
-			if j.qrows < 8 { // codes by block pairs for the decode kernels
-				n8 = j.qrows * m.cols
-			}
-			if cap(j.xt) < nt {
-				j.xt = make([]float32, nt)
-			}
-			if cap(j.x8) < n8 {
-				j.x8 = make([]int8, n8)
-			}
-			j.xt, j.x8 = j.xt[:nt], j.x8[:n8]
-		}
-		if rows >= 32 && c.pool.threads > 1 {
-			// Prefill: serial, the quantization took about 5% of a 2-thread prefill (2-vCPU machine).
-			q := &j.quant
-			q.x, q.cols, q.perm = s, m.cols, kindPermutes(m.kind)
-			for w := range q.scratch {
-				if cap(q.scratch[w]) < m.cols {
-					q.scratch[w] = make([]float32, m.cols)
-				}
-			}
-			c.pool.parallel(q, (rows+15)/16, 1)
-		} else {
-			quantize(s, rows, m.cols, j.xq, kindPermutes(m.kind), j.resid, j.scratch, j.xt, j.x8)
+		key := quantKey{&s[0], len(s), rows, m.cols, kindPermutes(m.kind), j.resid, tile8}
+		if key != c.quantized {
+			c.quantized = key
+			c.quantizeInput(s, rows, m.cols, key.perm)
 		}
 	}
 	// About eight chunks per worker balance a shared machine in decode; each is whole groups of
@@ -175,6 +145,56 @@ func (c *cpuBackend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows 
 			c.fail(e)
 			j.errs[i] = nil
 		}
+	}
+	if q := c.quantized; q.x != nil {
+		d0, q0 := uintptr(unsafe.Pointer(&d[0])), uintptr(unsafe.Pointer(q.x))
+		if d0 < q0+4*uintptr(q.n) && q0 < d0+4*uintptr(len(d)) {
+			c.quantized = quantKey{}
+		}
+	}
+}
+
+// quantizeInput quantizes rows of x (cols wide) into c.mm's activation buffers, the layouts
+// laya_quantize describes.
+func (c *cpuBackend) quantizeInput(s []float32, rows, cols int, perm bool) {
+	j := &c.mm
+	c.quantizations++
+	n := j.qrows * cols / 32 * lq8Size / 4
+	if cap(j.xq) < n {
+		j.xq = make([]uint32, n)
+	}
+	if cap(j.scratch) < cols {
+		j.scratch = make([]float32, cols)
+	}
+	j.xq = j.xq[:n]
+	j.xt, j.x8 = j.xt[:0], j.x8[:0]
+	if tile8 {
+		// A single row's xt also holds its half-block sums (see kernels.h).
+		nt, n8 := max(2*j.qrows, 4)*cols/32, (j.qrows/8+1)/2*16*cols
+		if j.qrows < 8 { // codes by block pairs for the decode kernels
+			n8 = j.qrows * cols
+		}
+		if cap(j.xt) < nt {
+			j.xt = make([]float32, nt)
+		}
+		if cap(j.x8) < n8 {
+			j.x8 = make([]int8, n8)
+		}
+		j.xt, j.x8 = j.xt[:nt], j.x8[:n8]
+	}
+	if rows >= 32 && c.pool.threads > 1 {
+		// Prefill splits it over the pool: serial, it took about 5% of a 2-thread prefill (2-vCPU
+		// machine).
+		q := &j.quant
+		q.x, q.cols, q.perm = s, cols, perm
+		for w := range q.scratch {
+			if cap(q.scratch[w]) < cols {
+				q.scratch[w] = make([]float32, cols)
+			}
+		}
+		c.pool.parallel(q, (rows+15)/16, 1)
+	} else {
+		quantize(s, rows, cols, j.xq, perm, j.resid, j.scratch, j.xt, j.x8)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 )
 
 func (c *cpuBackend) RMSNorm(dst, x backend.Buffer, w *tensor.Tensor, rows int, eps float32) {
+	c.quantized = quantKey{}
 	if w == nil {
 		c.fail(errors.New("cpu: rmsnorm: nil weight"))
 		return
@@ -79,6 +80,7 @@ func (c *cpuBackend) ropeFor(r *backend.Rope, n int) (*ropeTable, error) {
 }
 
 func (c *cpuBackend) Rope(x backend.Buffer, rows, heads, pos int, rope *backend.Rope) {
+	c.quantized = quantKey{}
 	if rope == nil {
 		c.fail(errors.New("cpu: rope: nil rope"))
 		return
@@ -159,6 +161,7 @@ type attnJob struct {
 }
 
 func (c *cpuBackend) Attention(out, q, k, v backend.Buffer, cache backend.KVCache, layer, pos, rows int) {
+	c.quantized = quantKey{}
 	kc, ok := cache.(*kvCache)
 	if !ok || kc == nil {
 		c.fail(fmt.Errorf("cpu: attention: cache %T does not belong to the cpu backend", cache))
