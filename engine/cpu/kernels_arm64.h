@@ -642,20 +642,44 @@ INLINE float F(fdot)(const float *a, const float *b, int n) {
 	return s;
 }
 
-// attention is attention_c with the score dots, the softmax exponentials and the weighted sum of
-// values in vectors.
+// dot4 returns the dot products of a against the 4 rows at b (stride ld), n a multiple of 4:
+// pairwise adds reduce the four rows' vectors to one instead of a horizontal sum per row.
+INLINE float32x4_t F(dot4)(const float *a, const float *b, long ld, int n) {
+	float32x4_t s0 = vdupq_n_f32(0), s1 = s0, s2 = s0, s3 = s0;
+	for (int i = 0; i < n; i += 4) {
+		float32x4_t av = vld1q_f32(a + i);
+		s0 = vfmaq_f32(s0, av, vld1q_f32(b + i));
+		s1 = vfmaq_f32(s1, av, vld1q_f32(b + ld + i));
+		s2 = vfmaq_f32(s2, av, vld1q_f32(b + 2 * ld + i));
+		s3 = vfmaq_f32(s3, av, vld1q_f32(b + 3 * ld + i));
+	}
+	return vpaddq_f32(vpaddq_f32(s0, s1), vpaddq_f32(s2, s3));
+}
+
+// attention is the x86 kernel's scheme in NEON: with head sizes a multiple of 4 the scores come
+// 4 keys at a time, and the values are summed a key at a time into 64 outputs held in registers.
 static void F(attention)(const float *q, const float *k, const float *v, float *out, float *sc,
 	int heads, int group, int hd, int kvw, int pos, int lo, int hi, float scale) {
+	const int wide = hd % 4 == 0;
 	for (int it = lo; it < hi; it++) {
 		int r = it / heads, h = it % heads, n = pos + r + 1, ko = (h / group) * hd;
 		const float *qh = q + (long)it * hd;
-		float m = -INFINITY;
-		for (int t = 0; t < n; t++) {
+		float32x4_t mv = vdupq_n_f32(-INFINITY);
+		int t = 0;
+		if (wide)
+			for (; t + 4 <= n; t += 4) {
+				float32x4_t d = vmulq_n_f32(F(dot4)(qh, k + (long)t * kvw + ko, kvw, hd), scale);
+				vst1q_f32(sc + t, d);
+				mv = vmaxq_f32(mv, d);
+			}
+		float m = vmaxvq_f32(mv);
+		for (; t < n; t++) {
 			sc[t] = F(fdot)(qh, k + (long)t * kvw + ko, hd) * scale;
 			m = fmaxf(m, sc[t]);
 		}
-		float32x4_t zs = vdupq_n_f32(0), mv = vdupq_n_f32(m);
-		int t = 0;
+		float32x4_t zs = vdupq_n_f32(0);
+		mv = vdupq_n_f32(m);
+		t = 0;
 		for (; t + 4 <= n; t += 4) {
 			float32x4_t e = F(exp4)(vsubq_f32(vld1q_f32(sc + t), mv));
 			vst1q_f32(sc + t, e);
@@ -664,20 +688,25 @@ static void F(attention)(const float *q, const float *k, const float *v, float *
 		float z = vaddvq_f32(zs);
 		for (; t < n; t++) z += (sc[t] = expf(sc[t] - m));
 		float *o = out + (long)it * hd, iz = 1 / z;
+		const float *vh = v + ko;
 		int i = 0;
-		for (; i + 4 <= hd; i += 4) {
-			float32x4_t a0 = vdupq_n_f32(0), a1 = vdupq_n_f32(0);
-			int u = 0;
-			for (; u + 2 <= n; u += 2) {
-				a0 = vfmaq_n_f32(a0, vld1q_f32(v + (long)u * kvw + ko + i), sc[u]);
-				a1 = vfmaq_n_f32(a1, vld1q_f32(v + (long)(u + 1) * kvw + ko + i), sc[u + 1]);
+		for (; i + 64 <= hd; i += 64) {
+			float32x4_t a[16];
+			for (int j = 0; j < 16; j++) a[j] = vdupq_n_f32(0);
+			for (int u = 0; u < n; u++) {
+				const float *vu = vh + (long)u * kvw + i;
+				for (int j = 0; j < 16; j++) a[j] = vfmaq_n_f32(a[j], vld1q_f32(vu + 4 * j), sc[u]);
 			}
-			if (u < n) a0 = vfmaq_n_f32(a0, vld1q_f32(v + (long)u * kvw + ko + i), sc[u]);
-			vst1q_f32(o + i, vmulq_n_f32(vaddq_f32(a0, a1), iz));
+			for (int j = 0; j < 16; j++) vst1q_f32(o + i + 4 * j, vmulq_n_f32(a[j], iz));
+		}
+		for (; i + 4 <= hd; i += 4) {
+			float32x4_t a0 = vdupq_n_f32(0);
+			for (int u = 0; u < n; u++) a0 = vfmaq_n_f32(a0, vld1q_f32(vh + (long)u * kvw + i), sc[u]);
+			vst1q_f32(o + i, vmulq_n_f32(a0, iz));
 		}
 		for (; i < hd; i++) {
 			float s = 0;
-			for (int u = 0; u < n; u++) s += sc[u] * v[(long)u * kvw + ko + i];
+			for (int u = 0; u < n; u++) s += sc[u] * vh[(long)u * kvw + i];
 			o[i] = s * iz;
 		}
 	}

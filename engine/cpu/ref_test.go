@@ -383,12 +383,12 @@ func refAttention(q, ks, vs []float32, heads, kvHeads, hd, pos, rows int) []floa
 	return out
 }
 
-// TestAttentionShapes runs head sizes on every path of the kernels (a multiple of 64 and of 8,
-// 8 with a 64-wide part, and one that is not a multiple of 8) over a prefill long enough for
-// whole groups of 8 keys and a tail, then a batch on top of it.
+// TestAttentionShapes runs head sizes on every path of the kernels (a multiple of 64, 8 and 4
+// without one, 8 with a 64-wide part, a multiple of 4 but not of 8, and neither) over a prefill
+// long enough for whole groups of 8 keys and a tail, then a batch on top of it.
 func TestAttentionShapes(t *testing.T) {
 	r := rand.New(rand.NewPCG(6, 6))
-	for _, hd := range []int{64, 8, 72, 20} {
+	for _, hd := range []int{64, 8, 72, 20, 18} {
 		for threads := 1; threads <= 2; threads++ {
 			c := newCPU(t, threads)
 			shape := backend.AttnShape{Layers: 1, Heads: 4, KVHeads: 2, HeadDim: hd, Context: 48}
