@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+
+	"github.com/layaapp/laya/engine/tensor"
 	"unsafe"
 )
 
@@ -173,7 +175,20 @@ func TestKernelsAgree(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 11))
 	ls := levels(t)
 	t.Cleanup(func() { tile8 = true })
+	type kcase struct {
+		wc    wcase
+		group int // Affine: both group sizes, since 64-groups take the kernels' paired scaling
+	}
+	var cases []kcase
 	for _, wc := range allFormats {
+		if wc.dt == tensor.Affine {
+			cases = append(cases, kcase{wc, 32}, kcase{wc, 64})
+		} else {
+			cases = append(cases, kcase{wc, 0})
+		}
+	}
+	for _, kc := range cases {
+		wc := kc.wc
 		// 26 blocks of 32 (64-groups fit) leave a tail after the 8-block kernels; the legacy
 		// formats take an odd 25 (the AMX kernel's block pipeline runs two at a time); K formats
 		// need whole 256-blocks.
@@ -189,6 +204,9 @@ func TestKernelsAgree(t *testing.T) {
 		}
 		out := 37
 		w := randTensor(r, wc, out, cols)
+		for w.GroupSize != kc.group {
+			w = randTensor(r, wc, out, cols)
+		}
 		wd := dequant(t, w)
 		for _, nx := range []int{1, 2, 5, 9, 16, 25, 40, 61} {
 			x := randVec(r, nx*cols)
@@ -206,7 +224,7 @@ func TestKernelsAgree(t *testing.T) {
 					c := newCPU(t, threads)
 					c.residual = threads != 3
 					qerr := qerrs[c.residual]
-					name := fmt.Sprintf("%v level %d nx %d threads %d tiles %v residual %v", wc, l, nx, threads, tile8, c.residual)
+					name := fmt.Sprintf("%v group %d level %d nx %d threads %d tiles %v residual %v", wc, w.GroupSize, l, nx, threads, tile8, c.residual)
 					dst := c.NewBuffer(nx * out)
 					c.MatMul(dst, bufOf(c, x), w, nil, nx)
 					got := read(t, c, dst)
