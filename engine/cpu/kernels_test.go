@@ -8,9 +8,9 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/layaapp/laya/engine/tensor"
-	"unsafe"
 )
 
 // levels returns the kernel levels this CPU runs (0 portable, then each SIMD level present) and
