@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/layaapp/laya/engine/backend"
+	"github.com/layaapp/laya/engine/tensor"
 	"github.com/layaapp/laya/engine/tokenizer"
 	"github.com/layaapp/laya/engine/weights"
 )
@@ -113,6 +114,24 @@ func (m *Model) Info() Info { return m.info }
 
 // Config returns the model's hyperparameters.
 func (m *Model) Config() weights.Config { return m.cfg }
+
+// WeightData returns the bytes of every weight a decode step reads whole, quantization scales and
+// biases included, each once: views of the model's mapped files, not copies, so that `laya
+// bench` can time reading the very pages a decode step reads. The embedding table, of which a
+// step reads one row, is left out unless it is also the output head.
+func (m *Model) WeightData() [][]byte {
+	var d [][]byte
+	for _, t := range m.tensors {
+		if t == m.embed && t != m.head {
+			continue
+		}
+		d = append(d, t.Data)
+		if t.DType == tensor.Affine {
+			d = append(d, t.Scales.Data, t.Biases.Data)
+		}
+	}
+	return d
+}
 
 // Tokenizer returns the model's tokenizer.
 func (m *Model) Tokenizer() *tokenizer.Tokenizer { return m.tok }

@@ -840,3 +840,42 @@ func TestSessionAfterClose(t *testing.T) {
 		t.Errorf("Generate on a session of a closed model: %v, want errClosed", err)
 	}
 }
+
+// WeightData is what a decode step streams: every weight once, as views of the loaded tensors,
+// with the embedding table only where it is also the output head.
+func TestWeightData(t *testing.T) {
+	for _, tied := range []bool{false, true} {
+		cfg := testConfig()
+		cfg.TiedEmbeddings = tied
+		// One MLX 4-bit matrix, whose scales and biases are read with it.
+		affine := func(ts map[string]*tensor.Tensor) {
+			name, rows, cols := "model.layers.1.mlp.up_proj.weight", cfg.FFN, cfg.Dim
+			comp := func(n string) *tensor.Tensor {
+				return &tensor.Tensor{Name: n, DType: tensor.F16, Shape: []int{rows, cols / 32}, Data: make([]byte, rows*cols/32*2)}
+			}
+			ts[name] = &tensor.Tensor{Name: name, DType: tensor.Affine, Shape: []int{rows, cols}, Data: make([]byte, rows*cols/2),
+				Bits: 4, GroupSize: 32, Scales: comp("scales"), Biases: comp("biases")}
+		}
+		m, _ := newTestModel(t, cfg, 3, 64, affine)
+		want := map[*byte]int{}
+		for name, ts := range m.w.Tensors {
+			if name == "model.embed_tokens.weight" && !tied {
+				continue
+			}
+			want[&ts.Data[0]] = len(ts.Data)
+			if ts.DType == tensor.Affine {
+				want[&ts.Scales.Data[0]], want[&ts.Biases.Data[0]] = len(ts.Scales.Data), len(ts.Biases.Data)
+			}
+		}
+		got := m.WeightData()
+		if len(got) != len(want) {
+			t.Errorf("tied %v: %d slices, want %d", tied, len(got), len(want))
+		}
+		for _, d := range got {
+			if n, ok := want[&d[0]]; !ok || n != len(d) {
+				t.Errorf("tied %v: a %d-byte slice is not one of the model's tensors", tied, len(d))
+			}
+			delete(want, &d[0])
+		}
+	}
+}

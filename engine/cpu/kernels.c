@@ -613,14 +613,23 @@ void laya_attention(const float *q, const float *k, const float *v, float *out, 
 	impl->attention(q, k, v, out, scores, heads, group, hd, kvw, pos, lo, hi, scale);
 }
 
-uint64_t laya_stream(const uint64_t *p, long n) {
+uint64_t laya_stream(const uint8_t *p, long n) {
 	uint64_t a[8] = {0};
 	long i = 0;
-	for (; i + 8 <= n; i += 8) { // a cache line per step; a prefetch past the end cannot fault
-		__builtin_prefetch(p + i + LAYA_PF / 8);
-		for (int k = 0; k < 8; k++) a[k] += p[i + k];
+	for (; i + 64 <= n; i += 64) { // a cache line per step; a prefetch past the end cannot fault
+		__builtin_prefetch(p + i + LAYA_PF);
+		for (int k = 0; k < 8; k++) {
+			uint64_t v;
+			memcpy(&v, p + i + 8 * k, 8);
+			a[k] += v;
+		}
 	}
-	for (; i < n; i++) a[0] += p[i];
+	for (; i + 8 <= n; i += 8) {
+		uint64_t v;
+		memcpy(&v, p + i, 8);
+		a[0] += v;
+	}
+	for (; i < n; i++) a[1] += p[i];
 	return a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
 }
 

@@ -88,9 +88,10 @@ void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *w, 
 void laya_attention(const float *q, const float *k, const float *v, float *out, float *scores,
 	int heads, int group, int hd, int kvw, int pos, int lo, int hi, float scale);
 
-// laya_stream returns the sum of n words, read as the decode kernels read weights: in order,
-// with software prefetches ahead (it measures the bandwidth they can reach).
-uint64_t laya_stream(const uint64_t *p, long n);
+// laya_stream returns the sum of the n bytes at p taken as little-endian 64-bit words, the last
+// n%8 bytes one by one, read as the decode kernels read weights: in order, with software
+// prefetches ahead (it measures the bandwidth they can reach). p need not be aligned.
+uint64_t laya_stream(const uint8_t *p, long n);
 
 // laya_silu_mul: dst[i] = gate[i] / (1 + exp(-gate[i])) * up[i].
 void laya_silu_mul(float *dst, const float *gate, const float *up, int n);

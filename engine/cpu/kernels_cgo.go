@@ -196,9 +196,9 @@ func siluMul(dst, gate, up []float32) {
 	C.laya_silu_mul((*C.float)(&dst[0]), (*C.float)(&gate[0]), (*C.float)(&up[0]), C.int(len(dst)))
 }
 
-func streamSum(p []uint64) uint64 {
+func streamSum(p []byte) uint64 {
 	if len(p) == 0 {
 		return 0
 	}
-	return uint64(C.laya_stream((*C.uint64_t)(unsafe.Pointer(&p[0])), C.long(len(p))))
+	return uint64(C.laya_stream((*C.uint8_t)(&p[0]), C.long(len(p))))
 }

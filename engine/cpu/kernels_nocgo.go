@@ -3,6 +3,7 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"math"
 
 	"github.com/layaapp/laya/engine/tensor"
@@ -66,13 +67,17 @@ func siluMul(dst, gate, up []float32) {
 	}
 }
 
-func streamSum(p []uint64) uint64 {
-	var a, b, c, d, e, f, g, h uint64
-	for ; len(p) >= 8; p = p[8:] {
-		a, b, c, d, e, f, g, h = a+p[0], b+p[1], c+p[2], d+p[3], e+p[4], f+p[5], g+p[6], h+p[7]
+func streamSum(p []byte) uint64 {
+	var a, b uint64
+	for ; len(p) >= 16; p = p[16:] {
+		a, b = a+binary.LittleEndian.Uint64(p), b+binary.LittleEndian.Uint64(p[8:])
+	}
+	if len(p) >= 8 {
+		a += binary.LittleEndian.Uint64(p)
+		p = p[8:]
 	}
 	for _, v := range p {
-		a += v
+		b += uint64(v)
 	}
-	return a + b + c + d + e + f + g + h
+	return a + b
 }
