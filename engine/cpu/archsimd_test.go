@@ -90,7 +90,7 @@ func archsimdCase(rows, cols int) (w *tensor.Tensor, x []float32, xt []float32, 
 	q := make([]uint32, cols/32*lq8Size/4)
 	xt = make([]float32, 4*cols/32)
 	x8 = make([]int8, cols)
-	quantize(x, 1, cols, q, false, false, make([]float32, cols), xt, x8)
+	quantize(x, 1, cols, q, false, false, false, make([]float32, cols), xt, x8)
 	return
 }
 

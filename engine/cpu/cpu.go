@@ -53,9 +53,9 @@ type cpuBackend struct {
 // quantKey identifies a matmul input and how it was quantized. Holding x keeps its memory from
 // being reused by another buffer while the key names it.
 type quantKey struct {
-	x                  *float32
-	n, rows, cols      int
-	perm, resid, tile8 bool
+	x                        *float32
+	n, rows, cols            int
+	perm, pair, resid, tile8 bool
 }
 
 // New returns a CPU backend running matmuls on threads workers; threads <= 0 means one per

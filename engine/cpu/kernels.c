@@ -61,14 +61,20 @@ float laya_companion(const uint8_t *p, int sdt, long i) {
 
 int laya_quant_perm(int kind) { return kind == LK_AFF4; }
 
-static void quantize_c(const float *x, int rows, int cols, lq8 *out, int perm) {
+static float amax_c(const float *v) {
+	float amax = 0;
+	for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(v[i]));
+	return amax;
+}
+
+static void quantize_c(const float *x, int rows, int cols, lq8 *out, int perm, int pair) {
 	int nb = cols / 32;
 	for (int r = 0; r < rows; r++) {
 		for (int b = 0; b < nb; b++) {
 			const float *v = x + (long)r * cols + 32 * b;
 			lq8 *o = out + (long)r * nb + b;
-			float amax = 0;
-			for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(v[i]));
+			float amax = amax_c(v);
+			if (pair) amax = fmaxf(amax, amax_c(x + (long)r * cols + 32 * (b ^ 1)));
 			float d = amax / 127, id = d > 0 ? 127 / amax : 0;
 			o->d = d;
 			int s0 = 0, s1 = 0;
@@ -396,16 +402,16 @@ int laya_init(int force) {
 	return level;
 }
 
-void laya_quantize_rows(const float *x, int rows, int cols, int r0, int r1, lq8 *out, int perm, int resid,
+void laya_quantize_rows(const float *x, int rows, int cols, int r0, int r1, lq8 *out, int perm, int pair, int resid,
 	float *scratch, float *xt, int8_t *x8) {
 	int nb = cols / 32, qrows = resid ? 2 * rows : rows, q0 = resid ? 2 * r0 : r0, q1 = resid ? 2 * r1 : r1;
 	if (!resid) {
-		impl->quantize(x + (long)r0 * cols, r1 - r0, cols, out + (long)r0 * nb, perm);
+		impl->quantize(x + (long)r0 * cols, r1 - r0, cols, out + (long)r0 * nb, perm, pair);
 	} else {
 		for (int r = r0; r < r1; r++) {
 			const float *v = x + (long)r * cols;
 			lq8 *main = out + (long)(2 * r) * nb;
-			impl->quantize(v, 1, cols, main, perm);
+			impl->quantize(v, 1, cols, main, perm, pair);
 			impl->remainder(v, nb, main, main + nb, perm, scratch);
 		}
 	}
@@ -436,10 +442,10 @@ void laya_quantize_rows(const float *x, int rows, int cols, int r0, int r1, lq8 
 	}
 }
 
-void laya_quantize(const float *x, int rows, int cols, lq8 *out, int perm, int resid, float *scratch,
+void laya_quantize(const float *x, int rows, int cols, lq8 *out, int perm, int pair, int resid, float *scratch,
 	float *xt, int8_t *x8) {
 	int nb = cols / 32;
-	laya_quantize_rows(x, rows, cols, 0, rows, out, perm, resid, scratch, xt, x8);
+	laya_quantize_rows(x, rows, cols, 0, rows, out, perm, pair, resid, scratch, xt, x8);
 	if (!xt) return;
 	if (resid && rows == 1) {
 		// A single pair is what decode runs: its kernels take the remainder's d and the pair's
@@ -493,7 +499,7 @@ static inline void laya_store_tile(float *dst, long ldd, int o, int nw, int r, i
 
 void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *wp, const uint8_t *sc,
 	const uint8_t *bi, int sdt, int group, int r0, int r1, const void *x, const float *xt,
-	const int8_t *x8, long xstride, int nx, int pairs, float *dst, long ldd, const float *bias) {
+	const int8_t *x8, long xstride, int nx, int pairs, int pairscaled, float *dst, long ldd, const float *bias) {
 	lw desc = {kind, rows, cols, rowbytes, wp, sc, bi, sdt, group}, *w = &desc;
 	laya_dotfn f = impl->dot[kind];
 	laya_tile8fn t8 = x8 ? impl->tile8[kind] : 0;
@@ -521,6 +527,7 @@ void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *wp,
 		static __thread long deccap;
 		int nb = cols / 32, g = impl->wide16 ? 16 : 4, nt = nx / 16;
 		int g2 = (kind == LK_AFF4 || kind == LK_AFF8) && group >= 64 && nb % 2 == 0;
+		if (g2 && pairscaled) g2 = 2;
 		long need = (long)g * nb * (32 + 2 * sizeof(float)) + (impl->wide16 ? 256L * nt * sizeof(float) : 0);
 		if (need > deccap) {
 			free(dec);

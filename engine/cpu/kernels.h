@@ -43,7 +43,9 @@ int laya_quant_perm(int kind);
 
 // laya_quantize converts rows of cols floats (cols a multiple of 32) into cols/32 blocks each.
 // perm stores each block's even elements first, then its odd ones, the order in which 4-bit MLX
-// words hold their codes. With resid, each row becomes two rows of blocks, 2r and 2r+1: the
+// words hold their codes. With pair (cols a multiple of 64), blocks 2i and 2i+1 of a row share
+// one scale, that of the larger amax of the two, so that a kernel may take both as one block of
+// 64 (and the remainder's scale is shared too). With resid, each row becomes two rows of blocks, 2r and 2r+1: the
 // quantized row and the quantized remainder x - d*q, which brings the error from amax/254 down to
 // amax/64516 per element (scratch holds cols floats). Each remainder block's scale is exactly its
 // main block's d/254 (float division), which kernels may rely on to combine the two products in
@@ -61,13 +63,13 @@ int laya_quant_perm(int kind);
 // With fewer than 8 block rows, x8 (qrows*cols bytes) instead holds each row's codes by pairs of
 // blocks b, b+1 (b even, both present): 16 first codes of b, of b+1, then the 16 last codes of b,
 // of b+1, for the 8-block decode kernels.
-void laya_quantize(const float *x, int rows, int cols, lq8 *out, int perm, int resid, float *scratch,
+void laya_quantize(const float *x, int rows, int cols, lq8 *out, int perm, int pair, int resid, float *scratch,
 	float *xt, int8_t *x8);
 
 // laya_quantize_rows does laya_quantize's work for input rows [r0, r1) of rows, for calls that
 // split rows >= 16 between threads at multiples of 16 (so no two write the same x8 tile): each
 // needs its own scratch. The single-row layouts are laya_quantize's alone.
-void laya_quantize_rows(const float *x, int rows, int cols, int r0, int r1, lq8 *out, int perm, int resid,
+void laya_quantize_rows(const float *x, int rows, int cols, int r0, int r1, lq8 *out, int perm, int pair, int resid,
 	float *scratch, float *xt, int8_t *x8);
 
 // laya_matmul computes dst[r*ldd + o] = dot(W[o], x[r]) (+ bias[o]) for o in [r0, r1) and r in
@@ -76,11 +78,12 @@ void laya_quantize_rows(const float *x, int rows, int cols, int r0, int r1, lq8 
 // quantized kinds, floats (xstride floats per row) for F32/F16/BF16; xt and x8 are NULL or
 // laya_quantize's extra outputs for x (x8 only with xt). With pairs, x holds laya_quantize's
 // residual pairs (nx counts block rows) and output row r is the sum of block rows 2r and 2r+1.
+// pairscaled says x was quantized with pair (see laya_quantize).
 // Pointers travel as separate arguments so Go memory is never reachable through a pointer
 // stored in memory.
 void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *w, const uint8_t *sc,
 	const uint8_t *bi, int sdt, int group, int r0, int r1, const void *x, const float *xt,
-	const int8_t *x8, long xstride, int nx, int pairs, float *dst, long ldd, const float *bias);
+	const int8_t *x8, long xstride, int nx, int pairs, int pairscaled, float *dst, long ldd, const float *bias);
 
 // laya_attention computes causal attention for items [lo, hi) of rows*heads (item i is query row
 // i/heads, head i%heads) over the cached keys and values k, v ([positions][kvw]). scores is

@@ -49,6 +49,17 @@ static const struct {
 	.rows = {16, 16, 16, 16, 8, 8},
 };
 
+// amx_cfg64 configures the tiles for amx_pairs: codes and activations 64 bytes (two blocks) deep.
+static const struct {
+	uint8_t palette, start, reserved[14];
+	uint16_t colsb[16];
+	uint8_t rows[16];
+} __attribute__((packed, aligned(64))) amx_cfg64 = {
+	.palette = 1,
+	.colsb = {64, 64, 64, 64, 64, 64},
+	.rows = {16, 16, 16, 16, 16, 16},
+};
+
 // amx_scale adds one block's integer sums (c: 16 weight rows of 16 activation rows) into acc
 // with the same float steps as the VNNI wide kernel: t = d_x*sum (+ zk*ds_x), acc += t*scale
 // (+ ds_x*zero for kinds with their own zeros).
@@ -77,6 +88,52 @@ static inline __attribute__((always_inline)) void amx_scale2(__m512 *acc, const 
 		acc[v] = _mm512_fmadd_ps(t, _mm512_set1_ps(sc[v * nb]), acc[v]);
 		acc[v] = _mm512_fmadd_ps(ds, _mm512_set1_ps(zr[v * nb]), acc[v]);
 	}
+}
+
+// amx_scalep is amx_scale2 for a pair whose activation blocks share their scale too: the pair's
+// sums come out of one product, so one conversion and one multiply per row scale both blocks.
+static inline __attribute__((always_inline)) void amx_scalep(__m512 *acc, const int32_t *c, const float *sc,
+	const float *zr, long nb, const float *xd, const float *xds, int nrows) {
+	__m512 d = _mm512_loadu_ps(xd), ds = _mm512_add_ps(_mm512_loadu_ps(xds), _mm512_loadu_ps(xds + nrows));
+#pragma GCC unroll 16
+	for (int v = 0; v < 16; v++) {
+		__m512 t = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_load_si512(c + 16 * v)));
+		acc[v] = _mm512_fmadd_ps(t, _mm512_set1_ps(sc[v * nb]), acc[v]);
+		acc[v] = _mm512_fmadd_ps(ds, _mm512_set1_ps(zr[v * nb]), acc[v]);
+	}
+}
+
+// amx_pairs is amx_tile for g2 == 2 (the tiles configured by amx_cfg64): a pair of blocks that
+// shares its weight scale and zero and its activation scales is one block of 64 codes, one
+// tdpbusd, one store and one scaling, pipelined as amx_tile pipelines blocks.
+static inline __attribute__((always_inline)) void amx_pairs(const uint8_t *codes, const float *scale, const float *zero,
+	int nb, const int8_t *x8, const float *xt, int nrows, int t, float *out) {
+	const float *xd = xt + 16 * t, *xds = xt + (long)nb * nrows + 16 * t;
+	const int8_t *xb = x8 + (long)t * nb * 512;
+	const long ws = 32L * nb;
+	const int np = nb / 2;
+	int32_t ring[4 * 256] __attribute__((aligned(64)));
+	__m512 acc[16];
+	for (int v = 0; v < 16; v++) acc[v] = _mm512_setzero_ps();
+#define AMX_PAIR(p, ct, at, xt_, pt)                                                                             \
+	do {                                                                                                     \
+		if ((p) < np) {                                                                                  \
+			_tile_loadd(at, codes + 64L * (p), ws);                                                  \
+			_tile_loadd(xt_, xb + 1024L * (p), 64);                                                  \
+			_tile_zero(ct);                                                                          \
+			_tile_dpbusd(ct, at, xt_);                                                               \
+		}                                                                                                \
+		if ((p) >= 1 && (p) - 1 < np) _tile_stored(pt, ring + 256 * (((p) - 1) & 3), 64);              \
+		if ((p) >= 2 && (p) - 2 < np)                                                                    \
+			amx_scalep(acc, ring + 256 * (((p) - 2) & 3), scale + 2 * ((p) - 2), zero + 2 * ((p) - 2), nb, \
+				xd + 2L * ((p) - 2) * nrows, xds + 2L * ((p) - 2) * nrows, nrows);                     \
+	} while (0)
+	for (int p = 0; p < np + 2; p += 2) {
+		AMX_PAIR(p, 0, 2, 4, 1);
+		AMX_PAIR(p + 1, 1, 3, 5, 0);
+	}
+#undef AMX_PAIR
+	for (int v = 0; v < 16; v++) _mm512_storeu_ps(out + 16 * v, acc[v]);
 }
 
 // amx_tile runs 16 weight rows against activation tile t, a block per tdpbusd: the weight scale
@@ -121,6 +178,12 @@ static inline __attribute__((always_inline)) void amx_tile(const uint8_t *codes,
 
 static void amx_wide16(const uint8_t *codes, const float *scale, const float *zero, float zk, int g2, int nb,
 	const int8_t *x8, const float *xt, int nrows, int nt, float *out) {
+	if (g2 == 2) {
+		_tile_loadconfig(&amx_cfg64);
+		for (int t = 0; t < nt; t++) amx_pairs(codes, scale, zero, nb, x8, xt, nrows, t, out + 256L * t);
+		_tile_release();
+		return;
+	}
 	_tile_loadconfig(&amx_cfg);
 	for (int t = 0; t < nt; t++) {
 		if (zk != 0) amx_tile(codes, scale, zero, zk, 0, 0, nb, x8, xt, nrows, t, out + 256L * t);

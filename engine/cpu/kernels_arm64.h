@@ -571,15 +571,16 @@ INLINE void F(qblock)(lq8 *o, const float32x4_t *f, float d, float id, int perm)
 
 // quantize is the portable quantize_c in vectors, bit for bit: the same amax (maxnm ignores NaN
 // as fmaxf does), the same d and 1/d, and round-to-nearest-even as lrintf.
-static void F(quantize)(const float *x, int rows, int cols, lq8 *out, int perm) {
+static void F(quantize)(const float *x, int rows, int cols, lq8 *out, int perm, int pair) {
 	int nb = cols / 32;
 	for (int r = 0; r < rows; r++) {
 		for (int b = 0; b < nb; b++) {
-			const float *v = x + (long)r * cols + 32 * b;
+			const float *v = x + (long)r * cols + 32 * b, *u = x + (long)r * cols + 32 * (b ^ 1);
 			float32x4_t f[8], m = vdupq_n_f32(0);
 			for (int k = 0; k < 8; k++) {
 				f[k] = vld1q_f32(v + 4 * k);
 				m = vmaxnmq_f32(m, vabsq_f32(f[k]));
+				if (pair) m = vmaxnmq_f32(m, vabsq_f32(vld1q_f32(u + 4 * k)));
 			}
 			float amax = vmaxnmvq_f32(m);
 			float d = amax / 127;

@@ -87,26 +87,29 @@ func kindPermutes(kind int) bool { return C.laya_quant_perm(C.int(kind)) != 0 }
 // rows; only with xt) with the transposed scales and rearranged codes the decode and tile kernels
 // read. scratch holds cols floats. Short buffers are a bug in this package, not bad input: C
 // would write past them, so they panic.
-func quantize(x []float32, rows, cols int, q []uint32, perm, resid bool, scratch, xt []float32, x8 []int8) {
-	checkQuantize(x, rows, cols, q, resid, scratch, xt, x8)
+func quantize(x []float32, rows, cols int, q []uint32, perm, pair, resid bool, scratch, xt []float32, x8 []int8) {
+	checkQuantize(x, rows, cols, q, pair, resid, scratch, xt, x8)
 	t, t8 := quantExtras(xt, x8)
 	C.laya_quantize((*C.float)(&x[0]), C.int(rows), C.int(cols), (*C.lq8)(unsafe.Pointer(&q[0])),
-		cbool(perm), cbool(resid), (*C.float)(&scratch[0]), t, t8)
+		cbool(perm), cbool(pair), cbool(resid), (*C.float)(&scratch[0]), t, t8)
 }
 
 // quantizeRows is quantize's work for rows [r0, r1) of rows >= 16, r0 a multiple of 16, so
 // that threads can split it (see laya_quantize_rows); each needs its own scratch.
-func quantizeRows(x []float32, rows, cols, r0, r1 int, q []uint32, perm, resid bool, scratch, xt []float32, x8 []int8) {
-	checkQuantize(x, rows, cols, q, resid, scratch, xt, x8)
+func quantizeRows(x []float32, rows, cols, r0, r1 int, q []uint32, perm, pair, resid bool, scratch, xt []float32, x8 []int8) {
+	checkQuantize(x, rows, cols, q, pair, resid, scratch, xt, x8)
 	if rows < 16 || r0%16 != 0 || r0 < 0 || r1 > rows || r0 >= r1 {
 		panic(fmt.Sprintf("cpu: quantize rows [%d, %d) of %d", r0, r1, rows))
 	}
 	t, t8 := quantExtras(xt, x8)
 	C.laya_quantize_rows((*C.float)(&x[0]), C.int(rows), C.int(cols), C.int(r0), C.int(r1), (*C.lq8)(unsafe.Pointer(&q[0])),
-		cbool(perm), cbool(resid), (*C.float)(&scratch[0]), t, t8)
+		cbool(perm), cbool(pair), cbool(resid), (*C.float)(&scratch[0]), t, t8)
 }
 
-func checkQuantize(x []float32, rows, cols int, q []uint32, resid bool, scratch, xt []float32, x8 []int8) {
+func checkQuantize(x []float32, rows, cols int, q []uint32, pair, resid bool, scratch, xt []float32, x8 []int8) {
+	if pair && cols%64 != 0 {
+		panic(fmt.Sprintf("cpu: quantize %d columns by block pairs", cols))
+	}
 	qrows := rows
 	if resid {
 		qrows = 2 * rows
@@ -176,7 +179,7 @@ func (j *matmulJob) runKernel(lo, hi int) {
 		bias = (*C.float)(&j.bias[0])
 	}
 	C.laya_matmul(C.int(m.kind), C.int(m.rows), C.int(m.cols), C.long(t.RowBytes()), ptr(t.Data), sc, bi,
-		C.int(m.sdt), C.int(t.GroupSize), C.int(lo), C.int(hi), x, xt, x8, C.long(xstride), C.int(j.qrows), cbool(j.resid),
+		C.int(m.sdt), C.int(t.GroupSize), C.int(lo), C.int(hi), x, xt, x8, C.long(xstride), C.int(j.qrows), cbool(j.resid), cbool(j.pair),
 		(*C.float)(&j.dst[0]), C.long(m.rows), bias)
 }
 

@@ -38,7 +38,8 @@ typedef void (*laya_vecfn)(const lw *w, int row, const lq8 *x, const float *xt, 
 typedef void (*laya_pairfn)(const lw *w, int row, const lq8 *x, long xstride, const float *xt, const int8_t *x8, float *out);
 
 typedef struct {
-	void (*quantize)(const float *x, int rows, int cols, lq8 *out, int perm);
+	// quantize: with pair, blocks 2i and 2i+1 of a row share the scale of their larger amax.
+	void (*quantize)(const float *x, int rows, int cols, lq8 *out, int perm, int pair);
 	// remainder quantizes x - d*q of nb blocks x against their quantized main blocks as residual
 	// blocks of scale d/254 (scratch: 32*nb floats).
 	void (*remainder)(const float *x, int nb, const lq8 *main, lq8 *out, int perm, float *scratch);
@@ -64,7 +65,8 @@ typedef struct {
 		const int8_t *x8, const float *xt, int nrows, int r0, int nt, float *out);
 	// wide16, where present (AMX), takes the place of wide: 16 decoded weight rows (codes, scale
 	// and zero as the decoders write them) against the nt 16-row tiles of x8 from row 0, zk as in
-	// wide (g2 too); out[(16*t + v)*16 + i] receives weight row v against activation row 16t+i.
+	// wide (g2 too; g2 == 2 when each block pair's activations also share their scales, see
+	// laya_quantize); out[(16*t + v)*16 + i] receives weight row v against activation row 16t+i.
 	void (*wide16)(const uint8_t *codes, const float *scale, const float *zero, float zk, int g2, int nb,
 		const int8_t *x8, const float *xt, int nrows, int nt, float *out);
 	// vec holds single-row kernels that scale eight blocks at once (decode), where present;

@@ -20,9 +20,9 @@ func kindIsFloat(int) bool { return true }
 
 func kindPermutes(int) bool { return false }
 
-func quantize([]float32, int, int, []uint32, bool, bool, []float32, []float32, []int8) {}
+func quantize([]float32, int, int, []uint32, bool, bool, bool, []float32, []float32, []int8) {}
 
-func quantizeRows([]float32, int, int, int, int, []uint32, bool, bool, []float32, []float32, []int8) {
+func quantizeRows([]float32, int, int, int, int, []uint32, bool, bool, bool, []float32, []float32, []int8) {
 }
 
 // runKernel is never reached: kernelKind reports no kernels without cgo.

@@ -54,30 +54,42 @@ func levelName(level int) string {
 }
 
 // TestQuantizeMatchesSpec checks every level's activation quantization against the definition:
-// d = amax/127, q = round-half-even(x/d), sums of each 16, and the Affine-4 even/odd order.
+// d = amax/127 (with pair, the larger amax of blocks 2i and 2i+1), q = round-half-even(x/d),
+// sums of each 16, and the Affine-4 even/odd order.
 func TestQuantizeMatchesSpec(t *testing.T) {
 	r := rand.New(rand.NewPCG(10, 10))
-	rows, cols := 3, 96
+	rows, cols := 3, 128
 	x := randVec(r, rows*cols)
-	copy(x[32:64], make([]float32, 32)) // an all-zero block
+	copy(x[32:64], make([]float32, 32))          // an all-zero block
+	copy(x[cols+64:2*cols], make([]float32, 64)) // an all-zero pair
+	for i := range x[2*cols : 2*cols+32] {
+		x[2*cols+i] *= 1e-3 // a block far smaller than the other of its pair
+	}
+	absmax := func(v []float32) (a float32) {
+		for _, f := range v {
+			a = max(a, float32(math.Abs(float64(f))))
+		}
+		return a
+	}
 	for _, l := range levels(t) {
 		useSIMD(l)
-		for _, perm := range []bool{false, true} {
+		for _, mode := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+			perm, pair := mode[0], mode[1]
 			q := make([]uint32, rows*cols/32*lq8Size/4)
 			nb := cols / 32
 			xt := make([]float32, 2*rows*nb)
-			quantize(x, rows, cols, q, perm, false, make([]float32, cols), xt, make([]int8, rows/8*8*cols))
+			quantize(x, rows, cols, q, perm, pair, false, make([]float32, cols), xt, make([]int8, rows/8*8*cols))
 			raw := unsafe.Slice((*byte)(unsafe.Pointer(&q[0])), len(q)*4)
 			for b := 0; b < rows*cols/32; b++ {
 				blk := raw[b*lq8Size : (b+1)*lq8Size]
 				v := x[32*b : 32*b+32]
-				var amax float32
-				for _, f := range v {
-					amax = max(amax, float32(math.Abs(float64(f))))
+				amax := absmax(v)
+				if pair {
+					amax = max(amax, absmax(x[32*(b^1):32*(b^1)+32]))
 				}
 				d := math.Float32frombits(uint32(blk[0]) | uint32(blk[1])<<8 | uint32(blk[2])<<16 | uint32(blk[3])<<24)
 				if d != amax/127 {
-					t.Fatalf("level %d block %d: d %v, want %v", l, b, d, amax/127)
+					t.Fatalf("level %d pair %v block %d: d %v, want %v", l, pair, b, d, amax/127)
 				}
 				var sums [2]int
 				for i := range 32 {
@@ -120,18 +132,19 @@ func TestResidualQuantization(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 13))
 	rows, cols := 2, 64
 	x := randVec(r, rows*cols)
-	first := map[bool][]uint32{}
+	first := map[[2]bool][]uint32{}
 	for _, l := range levels(t) {
 		useSIMD(l)
-		for _, perm := range []bool{false, true} {
+		for _, mode := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+			perm, pair := mode[0], mode[1]
 			q := make([]uint32, 2*rows*cols/32*lq8Size/4)
-			quantize(x, rows, cols, q, perm, true, make([]float32, cols), nil, nil)
-			if f, ok := first[perm]; !ok {
-				first[perm] = q
+			quantize(x, rows, cols, q, perm, pair, true, make([]float32, cols), nil, nil)
+			if f, ok := first[mode]; !ok {
+				first[mode] = q
 			} else {
 				for i := range q {
 					if q[i] != f[i] {
-						t.Fatalf("level %d perm %v: word %d is %#x, level 0 wrote %#x", l, perm, i, q[i], f[i])
+						t.Fatalf("level %d perm %v pair %v: word %d is %#x, level 0 wrote %#x", l, perm, pair, i, q[i], f[i])
 					}
 				}
 			}
@@ -154,7 +167,11 @@ func TestResidualQuantization(t *testing.T) {
 					}
 					got := float64(d1)*float64(int8(q1[at])) + float64(d2)*float64(int8(q2[at]))
 					var amax float64
-					for _, v := range x[row*cols+32*b : row*cols+32*b+32] {
+					lo, n := row*cols+32*b, 32 // the block, or with pair the block pair
+					if pair {
+						lo, n = row*cols+64*(b/2), 64
+					}
+					for _, v := range x[lo : lo+n] {
 						amax = math.Max(amax, math.Abs(float64(v)))
 					}
 					if d := math.Abs(got - float64(x[row*cols+i])); d > amax/64516*(1+1e-5) {

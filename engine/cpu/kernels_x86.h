@@ -92,18 +92,26 @@ static inline void F(qblock)(lq8 *o, __m256 a, __m256 b, __m256 c, __m256 e, flo
 	o->ds = o->d * (float)(o->s[0] + o->s[1]);
 }
 
-static void F(quantize)(const float *x, int rows, int cols, lq8 *out, int perm) {
-	int nb = cols / 32;
+static inline float F(amax)(__m256 a, __m256 b, __m256 c, __m256 d) {
 	const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+	__m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(a, absmask), _mm256_and_ps(b, absmask)),
+		_mm256_max_ps(_mm256_and_ps(c, absmask), _mm256_and_ps(d, absmask)));
+	__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+	m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+	m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+	return _mm_cvtss_f32(m4);
+}
+
+static void F(quantize)(const float *x, int rows, int cols, lq8 *out, int perm, int pair) {
+	int nb = cols / 32;
 	for (long i = 0; i < (long)rows * nb; i++) {
 		const float *v = x + 32 * i;
 		__m256 a = _mm256_loadu_ps(v), b = _mm256_loadu_ps(v + 8), c = _mm256_loadu_ps(v + 16), d = _mm256_loadu_ps(v + 24);
-		__m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(a, absmask), _mm256_and_ps(b, absmask)),
-			_mm256_max_ps(_mm256_and_ps(c, absmask), _mm256_and_ps(d, absmask)));
-		__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-		m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-		m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-		float amax = _mm_cvtss_f32(m4);
+		float amax = F(amax)(a, b, c, d);
+		if (pair) { // nb is even, so block i^1 is in the same row
+			const float *u = x + 32 * (i ^ 1);
+			amax = fmaxf(amax, F(amax)(_mm256_loadu_ps(u), _mm256_loadu_ps(u + 8), _mm256_loadu_ps(u + 16), _mm256_loadu_ps(u + 24)));
+		}
 		F(qblock)(out + i, a, b, c, d, amax / 127, amax > 0 ? 127 / amax : 0, perm);
 	}
 }

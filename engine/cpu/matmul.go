@@ -58,8 +58,10 @@ type matmulJob struct {
 	xq []uint32
 	xt []float32
 	x8 []int8
-	// resid: x was quantized as residual pairs, qrows block rows in all (see kernels.h).
+	// resid: x was quantized as residual pairs, qrows block rows in all (see kernels.h); pair:
+	// with each pair of blocks sharing its scale.
 	resid   bool
+	pair    bool
 	qrows   int
 	scratch []float32
 	// tmp is per-worker scratch for the generic path: one dequantized weight row.
@@ -80,12 +82,13 @@ type quantJob struct {
 	x       []float32
 	cols    int
 	perm    bool
+	pair    bool
 	scratch [][]float32 // per worker, cols floats
 }
 
 func (q *quantJob) run(w, lo, hi int) {
 	j := q.j
-	quantizeRows(q.x, j.rows, q.cols, 16*lo, min(16*hi, j.rows), j.xq, q.perm, j.resid, q.scratch[w][:q.cols], j.xt, j.x8)
+	quantizeRows(q.x, j.rows, q.cols, 16*lo, min(16*hi, j.rows), j.xq, q.perm, q.pair, j.resid, q.scratch[w][:q.cols], j.xt, j.x8)
 }
 
 func (c *cpuBackend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows int) {
@@ -125,11 +128,15 @@ func (c *cpuBackend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows 
 		if c.residual {
 			j.resid, j.qrows = true, 2*rows
 		}
-		key := quantKey{&s[0], len(s), rows, m.cols, kindPermutes(m.kind), j.resid, tile8}
+		// Prefill activations of weights grouped by 64 or more share a scale per pair of blocks,
+		// which lets the AMX kernel take each pair as one block of 64 (2026-12-03, Xeon).
+		pair := rows >= 16 && w.DType == tensor.Affine && w.GroupSize%64 == 0
+		key := quantKey{&s[0], len(s), rows, m.cols, kindPermutes(m.kind), pair, j.resid, tile8}
 		if key != c.quantized {
 			c.quantized = key
-			c.quantizeInput(s, rows, m.cols, key.perm)
+			c.quantizeInput(s, rows, m.cols, key.perm, pair)
 		}
+		j.pair = pair
 	}
 	// About eight chunks per worker balance a shared machine in decode; each is whole groups of
 	// the rows the kernels decode together (4, or 16 for AMX prefill tiles). A prefill chunk of
@@ -156,7 +163,7 @@ func (c *cpuBackend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows 
 
 // quantizeInput quantizes rows of x (cols wide) into c.mm's activation buffers, the layouts
 // laya_quantize describes.
-func (c *cpuBackend) quantizeInput(s []float32, rows, cols int, perm bool) {
+func (c *cpuBackend) quantizeInput(s []float32, rows, cols int, perm, pair bool) {
 	j := &c.mm
 	c.quantizations++
 	n := j.qrows * cols / 32 * lq8Size / 4
@@ -186,7 +193,7 @@ func (c *cpuBackend) quantizeInput(s []float32, rows, cols int, perm bool) {
 		// Prefill splits it over the pool: serial, it took about 5% of a 2-thread prefill (2-vCPU
 		// machine).
 		q := &j.quant
-		q.x, q.cols, q.perm = s, cols, perm
+		q.x, q.cols, q.perm, q.pair = s, cols, perm, pair
 		for w := range q.scratch {
 			if cap(q.scratch[w]) < cols {
 				q.scratch[w] = make([]float32, cols)
@@ -194,7 +201,7 @@ func (c *cpuBackend) quantizeInput(s []float32, rows, cols int, perm bool) {
 		}
 		c.pool.parallel(q, (rows+15)/16, 1)
 	} else {
-		quantize(s, rows, cols, j.xq, perm, j.resid, j.scratch, j.xt, j.x8)
+		quantize(s, rows, cols, j.xq, perm, pair, j.resid, j.scratch, j.xt, j.x8)
 	}
 }
 

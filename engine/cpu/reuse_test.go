@@ -15,6 +15,10 @@ func TestQuantizedInputReuse(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 9))
 	const cols = 256
 	w1, w2 := randTensor(r, wcase{tensor.Q4_0, 0}, 64, cols), randTensor(r, wcase{tensor.Q4_0, 0}, 48, cols)
+	a8 := randTensor(r, wcase{tensor.Affine, 8}, 32, cols)
+	for a8.GroupSize != 64 {
+		a8 = randTensor(r, wcase{tensor.Affine, 8}, 32, cols)
+	}
 	if _, _, ok := kernelKind(w1); !ok {
 		t.Skip("no quantized kernels in this build (cgo off): nothing is quantized")
 	}
@@ -54,5 +58,12 @@ func TestQuantizedInputReuse(t *testing.T) {
 		check("unrelated buffer written", w1, 4)
 		c.Add(other, other, rows*cols)
 		check("after a write elsewhere", w1, 5)
+		// Prefill's activations of 64-group weights share a scale per pair of blocks (8-bit
+		// Affine keeps Q4_0's element order, so only that differs).
+		want := 5
+		if rows >= 16 {
+			want = 6
+		}
+		check("8-bit Affine with 64-groups", a8, want)
 	}
 }
