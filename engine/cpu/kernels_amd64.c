@@ -35,26 +35,25 @@
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni,amx-tile,amx-int8")
 
-// Tiles 0 and 1 take the int32 sums of alternate blocks (16 weight rows by 16 activation rows),
-// 2 and 3 their weight codes (16 rows of 32 unsigned codes), 4 and 5 their activation codes as
-// x8 holds them (8 groups of 4 codes of 16 rows: the layout tdpbusd wants for its second operand).
-// ldtilecfg reads all 64 bytes, so the configuration lives in memory, not on the stack.
-static const struct {
+// ldtilecfg reads all 64 bytes of a tile configuration, so configurations live in memory, not
+// on the stack.
+typedef struct {
 	uint8_t palette, start, reserved[14];
 	uint16_t colsb[16];
 	uint8_t rows[16];
-} __attribute__((packed, aligned(64))) amx_cfg = {
+} __attribute__((packed, aligned(64))) amx_config;
+
+// Tiles 0 and 1 take the int32 sums of alternate blocks (16 weight rows by 16 activation rows),
+// 2 and 3 their weight codes (16 rows of 32 unsigned codes), 4 and 5 their activation codes as
+// x8 holds them (8 groups of 4 codes of 16 rows: the layout tdpbusd wants for its second operand).
+static const amx_config amx_cfg = {
 	.palette = 1,
 	.colsb = {64, 64, 32, 32, 64, 64},
 	.rows = {16, 16, 16, 16, 8, 8},
 };
 
 // amx_cfg64 configures the tiles for amx_pairs: codes and activations 64 bytes (two blocks) deep.
-static const struct {
-	uint8_t palette, start, reserved[14];
-	uint16_t colsb[16];
-	uint8_t rows[16];
-} __attribute__((packed, aligned(64))) amx_cfg64 = {
+static const amx_config amx_cfg64 = {
 	.palette = 1,
 	.colsb = {64, 64, 64, 64, 64, 64},
 	.rows = {16, 16, 16, 16, 16, 16},
