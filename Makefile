@@ -4,7 +4,7 @@
 GO      ?= go
 BIN     := bin/laya
 
-.PHONY: all build demo test test-go test-vscode test-arm64 bench app check-darwin clean
+.PHONY: all build demo test test-go test-vscode test-arm64 bench bench-archsimd app check-darwin clean
 
 all: build
 
@@ -22,8 +22,14 @@ test-go:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
 	CGO_ENABLED=0 $(GO) test -count=1 ./engine/cpu/
-	# The archsimd kernel the C kernels were measured against (see engine/cpu/archsimd_test.go).
-	GOEXPERIMENT=simd $(GO) test -count=1 -run ArchSIMD ./engine/cpu/
+	# The optional HuggingFace tokenizers backend: vet needs only the module's C header, so this
+	# compile-checks it without libtokenizers.a.
+	$(GO) vet -tags hftokenizers ./engine/tokenizer/
+
+# The archsimd kernel the C kernels were measured against (docs/performance.md); opt-in, as
+# GOEXPERIMENT=simd rebuilds the standard library.
+bench-archsimd:
+	GOEXPERIMENT=simd $(GO) test -count=1 -run ArchSIMD -bench ArchSIMD ./engine/cpu/
 
 # The CPU backend's NEON kernels as an arm64 binary under qemu (installs the cross toolchain and
 # qemu-user with apt when missing); CI runs it after `make test`.
