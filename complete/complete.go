@@ -20,10 +20,14 @@ import (
 
 // Options configures a Completer. Zero values select the defaults given per field.
 type Options struct {
-	// CacheBudget is the bytes all sessions' KV caches may hold together; least recently used
-	// idle sessions are closed to stay under it. 0 = 512 MiB. At least one session is always
-	// kept, whatever its size.
+	// CacheBudget is the bytes all client sessions may hold together (their KV caches and
+	// state snapshots, as CacheBytes reports them); 0 = 512 MiB. A new client takes over the
+	// least recently used idle session when a new one would not fit, and waits for one to go
+	// idle when all are busy. One session is always allowed, whatever its size.
 	CacheBudget int64
+	// MaxWait is how long a request of a new client waits for a session when the budget is
+	// spent and every session is busy, before it fails with ErrBusy; 0 = 10s.
+	MaxWait time.Duration
 	// ContextChars is how much text before the caret is considered, in bytes of UTF-8;
 	// 0 = three per position of the model's context, at most 6000.
 	ContextChars int
@@ -92,6 +96,10 @@ const healTop = 32
 // ErrSuperseded is returned for a request canceled because a newer one from the same client came.
 var ErrSuperseded = errors.New("complete: superseded by a newer request")
 
+// ErrBusy is returned for a request of a new client that found the cache budget spent by busy
+// sessions for longer than Options.MaxWait.
+var ErrBusy = errors.New("complete: every session is busy and the cache budget is spent; try again")
+
 // ErrClosed is returned by Complete after Close: its model may be closed too, so no session may
 // start on it.
 var ErrClosed = errors.New("complete: completer closed")
@@ -108,7 +116,12 @@ type vocab interface {
 // generator is one engine session (*engine.Session has it).
 type generator interface {
 	Generate(ctx context.Context, prompt []int32, p engine.Sampling, emit func(engine.Token) error) (engine.Result, error)
+	// CacheBytes is all the memory the session holds between requests — its KV cache and any
+	// recurrent-state snapshots — and what the cache budget counts. A session's memory that
+	// CacheBytes leaves out is not bounded by the budget.
 	CacheBytes() int64
+	// Reset empties the session for another client, keeping the memory it will reuse.
+	Reset()
 	Close()
 }
 
@@ -130,7 +143,10 @@ type Completer struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	lru      *list.List // of *session, most recently used first
+	lru      *list.List    // of *session, most recently used first
+	used     int64         // the bytes of every session in the pool
+	fresh    int64         // the most bytes a new or emptied session has held
+	idle     chan struct{} // closed and replaced when a session goes idle or the pool closes
 	closed   bool
 }
 
@@ -140,7 +156,7 @@ type session struct {
 	gen    generator
 	elem   *list.Element
 	mu     sync.Mutex
-	bytes  int64 // CacheBytes after the last request, read only when idle
+	bytes  int64 // what the pool counts for it: CacheBytes when placed and after each request
 	users  int   // requests holding or waiting for mu; an idle session has 0
 	cancel context.CancelCauseFunc
 	seq    uint64
@@ -170,6 +186,9 @@ func newCompleter(m lm, opt Options) *Completer {
 	if opt.CacheBudget <= 0 {
 		opt.CacheBudget = 512 << 20
 	}
+	if opt.MaxWait <= 0 {
+		opt.MaxWait = 10 * time.Second
+	}
 	deflp := func(v *float64, d float64) {
 		if *v == 0 || math.IsNaN(*v) {
 			*v = d
@@ -184,6 +203,7 @@ func newCompleter(m lm, opt Options) *Completer {
 		fim:      findFIM(m.vocab),
 		sessions: map[string]*session{},
 		lru:      list.New(),
+		idle:     make(chan struct{}),
 	}
 	if bos := m.vocab.BOS(); bos >= 0 {
 		ids := m.vocab.Encode("a", true)
@@ -263,23 +283,41 @@ func (c *Completer) profile(app string) Profile {
 }
 
 // acquire returns client's session locked for this request, with a context that a newer
-// request of the same client cancels; done releases both.
+// request of the same client cancels; done releases both. A client without a session gets a
+// new one while the pool has room, else the memory of the least recently used idle session;
+// when every session is busy it waits for one to go idle, for at most MaxWait.
 func (c *Completer) acquire(ctx context.Context, client string) (*session, context.Context, func(), error) {
+	var timeout <-chan time.Time
 	c.mu.Lock()
-	if c.closed {
+	for {
+		if c.closed {
+			c.mu.Unlock()
+			return nil, nil, nil, ErrClosed
+		}
+		if s := c.sessions[client]; s != nil {
+			c.lru.MoveToFront(s.elem)
+			break
+		}
+		if c.place(client) {
+			break
+		}
+		idle := c.idle
 		c.mu.Unlock()
-		return nil, nil, nil, ErrClosed
+		if timeout == nil {
+			t := time.NewTimer(c.opt.MaxWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return nil, nil, nil, context.Cause(ctx)
+		case <-timeout:
+			return nil, nil, nil, ErrBusy
+		}
+		c.mu.Lock()
 	}
 	s := c.sessions[client]
-	if s == nil {
-		c.evict(c.sessionEstimate())
-		s = &session{key: client, gen: c.m.newSession()}
-		s.bytes = s.gen.CacheBytes()
-		s.elem = c.lru.PushFront(s)
-		c.sessions[client] = s
-	} else {
-		c.lru.MoveToFront(s.elem)
-	}
 	if s.cancel != nil {
 		s.cancel(ErrSuperseded)
 	}
@@ -295,54 +333,81 @@ func (c *Completer) acquire(ctx context.Context, client string) (*session, conte
 		bytes := s.gen.CacheBytes()
 		s.mu.Unlock()
 		c.mu.Lock()
+		c.used += bytes - s.bytes
 		s.bytes = bytes
 		s.users--
 		if s.seq == seq {
 			s.cancel = nil
 		}
 		cancel(nil)
-		c.evict(0)
+		c.trim()
+		c.wake()
 		c.mu.Unlock()
 	}, nil
 }
 
-// sessionEstimate is the cache size a new session will grow to, judged from existing ones.
-func (c *Completer) sessionEstimate() int64 {
-	var most int64
-	for _, s := range c.sessions {
-		most = max(most, s.bytes)
+// place gives client a session from the pool and reports whether it could: a new one when it
+// fits the budget next to the others (or no other exists), else the least recently used idle
+// session, emptied. Reusing a session's memory rather than freeing it and allocating anew keeps
+// the process's memory at what the pool holds. c.mu must be held.
+func (c *Completer) place(client string) bool {
+	var gen generator
+	if len(c.sessions) == 0 || c.used+c.fresh <= c.opt.CacheBudget {
+		gen = c.m.newSession()
+	} else {
+		for e := c.lru.Back(); e != nil; e = e.Prev() {
+			if old := e.Value.(*session); old.users == 0 {
+				c.drop(old)
+				gen = old.gen
+				gen.Reset()
+				break
+			}
+		}
+		if gen == nil {
+			return false
+		}
 	}
-	return most
+	s := &session{key: client, gen: gen, bytes: gen.CacheBytes()}
+	c.fresh = max(c.fresh, s.bytes)
+	c.used += s.bytes
+	s.elem = c.lru.PushFront(s)
+	c.sessions[client] = s
+	c.trim()
+	return true
 }
 
-// evict closes least recently used idle sessions until the caches plus extra fit the budget.
-// c.mu must be held.
-func (c *Completer) evict(extra int64) {
-	var total int64
-	for _, s := range c.sessions {
-		total += s.bytes
-	}
-	for e := c.lru.Back(); e != nil && total+extra > c.opt.CacheBudget && len(c.sessions) > 0; {
-		s := e.Value.(*session)
+// drop takes s out of the pool without closing it. c.mu must be held.
+func (c *Completer) drop(s *session) {
+	c.lru.Remove(s.elem)
+	delete(c.sessions, s.key)
+	c.used -= s.bytes
+}
+
+// trim closes least recently used idle sessions while the pool is over budget (sessions grow
+// after they are placed, e.g. by state snapshots), keeping at least one. c.mu must be held.
+func (c *Completer) trim() {
+	for e := c.lru.Back(); e != nil && c.used > c.opt.CacheBudget && len(c.sessions) > 1; {
 		prev := e.Prev()
-		if s.users == 0 && (extra > 0 || len(c.sessions) > 1) {
-			total -= s.bytes
-			c.lru.Remove(e)
-			delete(c.sessions, s.key)
+		if s := e.Value.(*session); s.users == 0 {
+			c.drop(s)
 			s.gen.Close()
 		}
 		e = prev
 	}
 }
 
+// wake tells requests waiting for a session that one may have gone idle or memory was freed.
+// c.mu must be held.
+func (c *Completer) wake() {
+	close(c.idle)
+	c.idle = make(chan struct{})
+}
+
 // Sessions reports how many client sessions are open and the bytes their caches hold.
 func (c *Completer) Sessions() (n int, bytes int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, s := range c.sessions {
-		bytes += s.bytes
-	}
-	return len(c.sessions), bytes
+	return len(c.sessions), c.used
 }
 
 // Close releases every session; requests still running finish first, and later ones fail
@@ -359,6 +424,8 @@ func (c *Completer) Close() {
 	}
 	c.sessions = map[string]*session{}
 	c.lru.Init()
+	c.used = 0
+	c.wake()
 	c.mu.Unlock()
 	for _, s := range ss {
 		s.mu.Lock()

@@ -98,6 +98,7 @@ type fakeModel struct {
 	say      script
 	delay    time.Duration // per generated token
 	bytes    int64         // CacheBytes of a session that has run
+	reserve  bool          // sessions hold bytes from the start, as the engine's preallocated caches
 	mu       sync.Mutex
 	sessions []*fakeSession
 }
@@ -116,6 +117,7 @@ type fakeSession struct {
 	m       *fakeModel
 	cache   []int32
 	closed  bool
+	resets  int
 	prompts [][]int32
 	samp    []engine.Sampling
 }
@@ -172,10 +174,15 @@ func (s *fakeSession) Generate(ctx context.Context, prompt []int32, p engine.Sam
 }
 
 func (s *fakeSession) CacheBytes() int64 {
-	if len(s.cache) == 0 {
+	if len(s.cache) == 0 && !s.m.reserve {
 		return 0
 	}
 	return s.m.bytes
+}
+
+func (s *fakeSession) Reset() {
+	s.cache = nil
+	s.resets++
 }
 
 func (s *fakeSession) Close() { s.closed = true }
