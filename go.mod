@@ -7,6 +7,7 @@ require (
 	github.com/progrium/macdriver v0.4.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/text v0.44.0
+	golang.org/x/time v0.16.0
 )
 
 require github.com/daulet/tokenizers v1.24.0 // indirect
