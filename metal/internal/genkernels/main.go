@@ -19,10 +19,9 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-)
 
-// firstSources are compiled before the rest (sorted by name) because the others use them.
-var firstSources = []string{"common.metal", "dequant.metal"}
+	"github.com/layaapp/laya/metal/internal/kernelsrc"
+)
 
 // kernel is one parsed kernel function.
 type kernel struct {
@@ -36,17 +35,6 @@ type kernel struct {
 type param struct {
 	typ, name, attr string
 	index           int // buffer index; -1 for attributes
-}
-
-type field struct{ typ, name string }
-
-type structDef struct {
-	name   string
-	fields []field
-}
-
-type source struct {
-	name, text string
 }
 
 // attrFields maps MSL thread attributes to the msl::Ids fields the emulator fills.
@@ -64,12 +52,9 @@ var attrFields = map[string]string{
 }
 
 var (
-	reKernel  = regexp.MustCompile(`\bkernel\s+void\s+(\w+)\s*\(`)
-	reParam   = regexp.MustCompile(`^(.*?)\b(\w+)\s*\[\[\s*(\w+)\s*(?:\(\s*(\d+)\s*\))?\s*\]\]$`)
-	reStruct  = regexp.MustCompile(`\bstruct\s+(\w+)\s*\{([^{}]*)\};`)
-	reField   = regexp.MustCompile(`^(\w+)\s+(\w+)$`)
-	reDefine  = regexp.MustCompile(`(?m)^#define\s+(\w+)\s+(\d+)\s*$`)
-	reComment = regexp.MustCompile(`(?s)//[^\n]*|/\*.*?\*/`)
+	reKernel = regexp.MustCompile(`\bkernel\s+void\s+(\w+)\s*\(`)
+	reParam  = regexp.MustCompile(`^(.*?)\b(\w+)\s*\[\[\s*(\w+)\s*(?:\(\s*(\d+)\s*\))?\s*\]\]$`)
+	reDefine = regexp.MustCompile(`(?m)^#define\s+(\w+)\s+(\d+)\s*$`)
 )
 
 func main() {
@@ -88,23 +73,22 @@ func main() {
 
 // generate parses the .metal files in dir and returns the Go and C++ tables.
 func generate(dir string) (goSrc, cppSrc []byte, err error) {
-	srcs, err := readSources(dir)
+	srcs, err := kernelsrc.Read(dir)
 	if err != nil {
 		return nil, nil, err
 	}
 	var all strings.Builder
 	for _, s := range srcs {
-		all.WriteString(reComment.ReplaceAllString(s.text, " "))
+		all.WriteString(kernelsrc.StripComments(s.Text))
 		all.WriteString("\n")
 	}
 	text := all.String()
-	structs := map[string]structDef{}
-	for _, m := range reStruct.FindAllStringSubmatch(text, -1) {
-		if sd, ok := parseStruct(m[1], m[2]); ok {
-			structs[sd.name] = sd
-		}
+	structs := kernelsrc.PlainStructs(text)
+	defs := map[string]string{}
+	for _, m := range reAnyDefine.FindAllStringSubmatch(text, -1) {
+		defs[m[1]] = m[2]
 	}
-	kernels, err := parseKernels(text, structs)
+	kernels, err := parseKernels(text, structs, defs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -119,66 +103,29 @@ func generate(dir string) (goSrc, cppSrc []byte, err error) {
 	return goSrc, genCpp(srcs, kernels), nil
 }
 
-func readSources(dir string) ([]source, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "*.metal"))
-	if err != nil {
-		return nil, err
-	}
-	rank := func(name string) int {
-		for i, f := range firstSources {
-			if f == name {
-				return i
-			}
-		}
-		return len(firstSources)
-	}
-	sort.Slice(paths, func(i, j int) bool {
-		a, b := filepath.Base(paths[i]), filepath.Base(paths[j])
-		if rank(a) != rank(b) {
-			return rank(a) < rank(b)
-		}
-		return a < b
-	})
-	var srcs []source
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		srcs = append(srcs, source{filepath.Base(p), string(b)})
-	}
-	if len(srcs) == 0 || srcs[0].name != firstSources[0] {
-		return nil, fmt.Errorf("%s: no %s", dir, firstSources[0])
-	}
-	return srcs, nil
-}
-
-// parseStruct accepts only plain-data structs (scalars and other such structs); helper structs
-// with member functions do not match and are not parameter blocks.
-func parseStruct(name, body string) (structDef, bool) {
-	sd := structDef{name: name}
-	for _, decl := range strings.Split(body, ";") {
-		decl = strings.TrimSpace(decl)
-		if decl == "" {
-			continue
-		}
-		m := reField.FindStringSubmatch(decl)
-		if m == nil {
-			return sd, false
-		}
-		sd.fields = append(sd.fields, field{m[1], m[2]})
-	}
-	return sd, len(sd.fields) > 0
-}
-
-func parseKernels(text string, structs map[string]structDef) ([]kernel, error) {
+// parseKernels parses every kernel signature of text and checks what Metal or the emulator
+// would reject later: binding conventions, thread-attribute types and threadgroup memory.
+func parseKernels(text string, structs map[string]kernelsrc.Struct, defs map[string]string) ([]kernel, error) {
 	var ks []kernel
+	inKernels := 0 // threadgroup keywords inside kernel bodies
 	for _, loc := range reKernel.FindAllStringSubmatchIndex(text, -1) {
 		k := kernel{name: text[loc[2]:loc[3]]}
-		args, err := paramList(text[loc[1]:])
+		args, end, err := paramList(text[loc[1]:])
 		if err != nil {
 			return nil, fmt.Errorf("kernel %s: %w", k.name, err)
 		}
+		b, err := body(text[loc[1]+end:])
+		if err != nil {
+			return nil, fmt.Errorf("kernel %s: %w", k.name, err)
+		}
+		tg, err := threadgroupBytes(b, defs)
+		if err != nil {
+			return nil, fmt.Errorf("kernel %s: %w", k.name, err)
+		}
+		if tg > maxThreadgroupMemory {
+			return nil, fmt.Errorf("kernel %s: %d bytes of threadgroup memory, Apple GPUs allow %d", k.name, tg, maxThreadgroupMemory)
+		}
+		inKernels += len(reThreadgroup.FindAllStringIndex(b, -1))
 		for _, a := range args {
 			a = strings.Join(strings.Fields(a), " ")
 			m := reParam.FindStringSubmatch(a)
@@ -219,16 +166,25 @@ func parseKernels(text string, structs map[string]structDef) ([]kernel, error) {
 		if len(k.buffers) > 12 {
 			return nil, fmt.Errorf("kernel %s: %d buffers, at most 12", k.name, len(k.buffers))
 		}
+		if err := checkAttrs(k); err != nil {
+			return nil, err
+		}
 		ks = append(ks, k)
 	}
 	if len(ks) == 0 {
 		return nil, fmt.Errorf("no kernels")
 	}
+	// Threadgroup memory elsewhere (a helper's variable or pointer parameter) is outside what
+	// the emulator can give a threadgroup, and outside the per-kernel total above.
+	if n := len(reThreadgroup.FindAllStringIndex(text, -1)); n != inKernels {
+		return nil, fmt.Errorf("threadgroup memory outside a kernel body: declare threadgroup arrays in the kernel itself")
+	}
 	return ks, nil
 }
 
-// paramList splits the text after a kernel's "(" into its top-level parameters.
-func paramList(s string) ([]string, error) {
+// paramList splits the text after a kernel's "(" into its top-level parameters; end is the
+// offset of the closing ")".
+func paramList(s string) (params []string, end int, err error) {
 	depth, start := 0, 0
 	var out []string
 	for i, c := range s {
@@ -240,7 +196,7 @@ func paramList(s string) ([]string, error) {
 		case ')':
 			if depth == 0 {
 				out = append(out, s[start:i])
-				return out, nil
+				return out, i, nil
 			}
 			depth--
 		case ',':
@@ -250,7 +206,7 @@ func paramList(s string) ([]string, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("unterminated parameter list")
+	return nil, 0, fmt.Errorf("unterminated parameter list")
 }
 
 // camel turns snake_case into CamelCase.
@@ -266,20 +222,20 @@ func camel(s string) string {
 
 func goType(s string) string { return "msl" + s }
 
-func words(name string, structs map[string]structDef) (int, error) {
+func words(name string, structs map[string]kernelsrc.Struct) (int, error) {
 	sd, ok := structs[name]
 	if !ok {
 		return 0, fmt.Errorf("unknown struct %s", name)
 	}
 	n := 0
-	for _, f := range sd.fields {
-		switch f.typ {
+	for _, f := range sd.Fields {
+		switch f.Type {
 		case "uint", "int", "float":
 			n++
 		default:
-			w, err := words(f.typ, structs)
+			w, err := words(f.Type, structs)
 			if err != nil {
-				return 0, fmt.Errorf("%s.%s: %w", name, f.name, err)
+				return 0, fmt.Errorf("%s.%s: %w", name, f.Name, err)
 			}
 			n += w
 		}
@@ -287,7 +243,7 @@ func words(name string, structs map[string]structDef) (int, error) {
 	return n, nil
 }
 
-func genGo(srcs []source, ks []kernel, structs map[string]structDef, defines [][2]string) ([]byte, error) {
+func genGo(srcs []kernelsrc.Source, ks []kernel, structs map[string]kernelsrc.Struct, defines [][2]string) ([]byte, error) {
 	var b bytes.Buffer
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("// Code generated by metal/internal/genkernels from kernels/*.metal; DO NOT EDIT.\n\n")
@@ -295,7 +251,7 @@ func genGo(srcs []source, ks []kernel, structs map[string]structDef, defines [][
 	p("// kernelSources lists the kernel files in the order they compile as one source.\n")
 	p("var kernelSources = []string{")
 	for _, s := range srcs {
-		p("%q, ", s.name)
+		p("%q, ", s.Name)
 	}
 	p("}\n\n")
 	p("// Numeric #defines of the kernel sources.\nconst (\n")
@@ -325,9 +281,9 @@ func genGo(srcs []source, ks []kernel, structs map[string]structDef, defines [][
 			return
 		}
 		used[n] = true
-		for _, f := range structs[n].fields {
-			if _, ok := structs[f.typ]; ok {
-				mark(f.typ)
+		for _, f := range structs[n].Fields {
+			if _, ok := structs[f.Type]; ok {
+				mark(f.Type)
 			}
 		}
 	}
@@ -349,30 +305,30 @@ func genGo(srcs []source, ks []kernel, structs map[string]structDef, defines [][
 			return nil, fmt.Errorf("struct %s: %d words, at most 16", n, w)
 		}
 		p("// %s mirrors the kernels' struct %s (%d words).\ntype %s struct {\n", goType(n), n, w, goType(n))
-		for _, f := range sd.fields {
-			switch f.typ {
+		for _, f := range sd.Fields {
+			switch f.Type {
 			case "uint":
-				p("\t%s uint32\n", f.name)
+				p("\t%s uint32\n", f.Name)
 			case "int":
-				p("\t%s int32\n", f.name)
+				p("\t%s int32\n", f.Name)
 			case "float":
-				p("\t%s float32\n", f.name)
+				p("\t%s float32\n", f.Name)
 			default:
-				p("\t%s %s\n", f.name, goType(f.typ))
+				p("\t%s %s\n", f.Name, goType(f.Type))
 			}
 		}
 		p("}\n\n")
 		p("func (s *%s) encode(w []uint32) int {\n\tn := 0\n", goType(n))
-		for _, f := range sd.fields {
-			switch f.typ {
+		for _, f := range sd.Fields {
+			switch f.Type {
 			case "uint":
-				p("\tw[n] = s.%s\n\tn++\n", f.name)
+				p("\tw[n] = s.%s\n\tn++\n", f.Name)
 			case "int":
-				p("\tw[n] = uint32(s.%s)\n\tn++\n", f.name)
+				p("\tw[n] = uint32(s.%s)\n\tn++\n", f.Name)
 			case "float":
-				p("\tw[n] = math.Float32bits(s.%s)\n\tn++\n", f.name)
+				p("\tw[n] = math.Float32bits(s.%s)\n\tn++\n", f.Name)
 			default:
-				p("\tn += s.%s.encode(w[n:])\n", f.name)
+				p("\tn += s.%s.encode(w[n:])\n", f.Name)
 			}
 		}
 		p("\treturn n\n}\n\n")
@@ -405,21 +361,21 @@ func cppType(t string) string {
 	return strings.Join(out, " ")
 }
 
-func genCpp(srcs []source, ks []kernel) []byte {
+func genCpp(srcs []kernelsrc.Source, ks []kernel) []byte {
 	var b bytes.Buffer
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("// Code generated by metal/internal/genkernels from kernels/*.metal; DO NOT EDIT.\n")
 	p("// The kernel sources follow verbatim (metal_stdlib comes from msl.h), then the trampolines.\n")
 	p("#include \"emu.h\"\n\n")
 	for _, s := range srcs {
-		p("#line 1 \"metal/kernels/%s\"\n", s.name)
-		for _, line := range strings.SplitAfter(s.text, "\n") {
+		p("#line 1 \"metal/kernels/%s\"\n", s.Name)
+		for _, line := range strings.SplitAfter(s.Text, "\n") {
 			if strings.TrimSpace(line) == "#include <metal_stdlib>" {
 				line = "\n"
 			}
 			b.WriteString(line)
 		}
-		if !strings.HasSuffix(s.text, "\n") {
+		if !strings.HasSuffix(s.Text, "\n") {
 			p("\n")
 		}
 	}
