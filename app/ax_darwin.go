@@ -117,6 +117,18 @@ func (e *axElement) Bounds(r controller.Range) (controller.Rect, error) {
 	return controller.Rect{X: float64(out.x), Y: float64(out.y), W: float64(out.w), H: float64(out.h)}, nil
 }
 
+func (e *axElement) SetSelectedText(text string) error {
+	if e.ref == nil {
+		return errors.New("ax: element is gone")
+	}
+	ct := C.CString(text)
+	defer C.free(unsafe.Pointer(ct))
+	if C.layaAXSetSelectedText(e.ref, ct) != 0 {
+		return errors.New("ax: selected text not settable")
+	}
+	return nil
+}
+
 func (e *axElement) Close() {
 	if e.ref != nil {
 		C.layaAXRelease(e.ref)

@@ -22,8 +22,8 @@ long layaAXLength(void *el);
 int layaAXText(void *el, long loc, long len, uint16_t *buf, long cap, long *n);
 // layaAXBounds returns the screen rectangle of a range in Cocoa coordinates.
 int layaAXBounds(void *el, long loc, long len, LayaRect *r);
-// layaAXInsert replaces the selection with utf8 through kAXSelectedTextAttribute and checks
-// that the caret moved by units: 0 verified, -1 nothing changed, -2 changed but unverified.
-int layaAXInsert(void *el, const char *utf8, long units);
+// layaAXSetSelectedText replaces the selection with utf8 through kAXSelectedTextAttribute: 0
+// when the app accepted the set (it may apply it later), -1 when it is not settable or failed.
+int layaAXSetSelectedText(void *el, const char *utf8);
 // layaAXFont reports the font of the character at loc (name malloc'd, free it).
 int layaAXFont(void *el, long loc, char **name, double *size);

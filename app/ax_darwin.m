@@ -1,15 +1,20 @@
 // The focused element, its text around the caret and the caret's bounds, via the
-// Accessibility API. Every call is bounded by a 50 ms messaging timeout so a hung app cannot
-// stall the hotkey.
+// Accessibility API. These functions run on the controller's worker goroutine, never on the
+// event tap's thread or with the controller's lock held, so a slow app only delays Laya's own
+// work. Every element gets a messaging timeout (AXUIElementSetMessagingTimeout): first reads
+// in Electron apps and long reads in Xcode take well over 50 ms, and a hung app must still
+// not hold the worker for seconds.
 #import <AppKit/AppKit.h>
 #import <ApplicationServices/ApplicationServices.h>
 #import <Carbon/Carbon.h>
+#include <os/lock.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ax_darwin.h"
 
-static const float axTimeout = 0.05f;
+static const float axTimeout = 0.3f;
 
 bool layaAXTrusted(bool prompt) {
 	const void *keys[] = {kAXTrustedCheckOptionPrompt};
@@ -24,19 +29,68 @@ bool layaAXTrusted(bool prompt) {
 bool layaSecureInput(void) { return IsSecureEventInputEnabled(); }
 
 // Chromium and Electron build their accessibility tree only for assistive apps that ask;
-// AXManualAccessibility asks without the side effects of AXEnhancedUserInterface. Setting it on
-// an app that does not know it is a harmless error. Done once per pid.
+// AXManualAccessibility asks without the side effects of AXEnhancedUserInterface. A pid is
+// recorded only once the set succeeded; a failure (an app still launching, or one that does
+// not know the attribute) is retried after manualRetrySec, so a slow starter is not missed
+// for good and an app that refuses costs one call every few seconds. The table is shared by
+// whichever thread reads focus, so a lock guards it.
+enum { manualSlots = 64 };
+static const double manualRetrySec = 3;
+static struct {
+	pid_t pid;
+	bool ok;
+	double tried; // seconds, CLOCK_MONOTONIC
+} manual[manualSlots];
+static int manualNext;
+static os_unfair_lock manualLock = OS_UNFAIR_LOCK_INIT;
+
+static double monotonicSec(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static void enableManualAccessibility(AXUIElementRef app, pid_t pid) {
-	static pid_t done[64];
-	static int next;
-	for (int i = 0; i < 64; i++) {
-		if (done[i] == pid) {
-			return;
+	double now = monotonicSec();
+	int slot = -1;
+	os_unfair_lock_lock(&manualLock);
+	for (int i = 0; i < manualSlots; i++) {
+		if (manual[i].pid == pid) {
+			slot = i;
+			break;
 		}
 	}
-	done[next] = pid;
-	next = (next + 1) % 64;
-	AXUIElementSetAttributeValue(app, CFSTR("AXManualAccessibility"), kCFBooleanTrue);
+	if (slot >= 0 && (manual[slot].ok || now - manual[slot].tried < manualRetrySec)) {
+		os_unfair_lock_unlock(&manualLock);
+		return;
+	}
+	if (slot < 0) {
+		slot = manualNext;
+		manualNext = (manualNext + 1) % manualSlots;
+		manual[slot].pid = pid;
+	}
+	manual[slot].ok = false;
+	manual[slot].tried = now;
+	os_unfair_lock_unlock(&manualLock);
+
+	bool ok = AXUIElementSetAttributeValue(app, CFSTR("AXManualAccessibility"), kCFBooleanTrue) == kAXErrorSuccess;
+
+	os_unfair_lock_lock(&manualLock);
+	if (manual[slot].pid == pid) {
+		manual[slot].ok = ok;
+	}
+	os_unfair_lock_unlock(&manualLock);
+}
+
+// isFocused reports whether el says it has keyboard focus (kAXFocusedAttribute).
+static bool isFocused(AXUIElementRef el) {
+	CFTypeRef v = NULL;
+	if (AXUIElementCopyAttributeValue(el, kAXFocusedAttribute, &v) != kAXErrorSuccess || v == NULL) {
+		return false;
+	}
+	bool on = CFGetTypeID(v) == CFBooleanGetTypeID() && CFBooleanGetValue((CFBooleanRef)v);
+	CFRelease(v);
+	return on;
 }
 
 static AXUIElementRef copyFocused(AXUIElementRef owner) {
@@ -68,11 +122,19 @@ void *layaAXFocused(int *pid) {
 			}
 			if (el == NULL) {
 				// Last resort: the element under the mouse pointer, which is where a click just
-				// put the caret in apps that report no focus at all.
+				// put the caret in apps that report no focus at all. Only if it says it has
+				// focus: an unfocused text view keeps a stale selection that an insertion
+				// would overwrite.
 				CGEventRef e = CGEventCreate(NULL);
 				CGPoint p = CGEventGetLocation(e);
 				CFRelease(e);
-				AXUIElementCopyElementAtPosition(app, p.x, p.y, &el);
+				if (AXUIElementCopyElementAtPosition(app, p.x, p.y, &el) == kAXErrorSuccess && el != NULL) {
+					AXUIElementSetMessagingTimeout(el, axTimeout);
+					if (!isFocused(el)) {
+						CFRelease(el);
+						el = NULL;
+					}
+				}
 			}
 			CFRelease(app);
 		}
@@ -232,8 +294,10 @@ int layaAXBounds(void *el, long loc, long len, LayaRect *out) {
 		return -1;
 	}
 	// AX uses global coordinates with the origin at the top-left of the primary screen, y down;
-	// Cocoa puts it at the bottom-left, y up.
-	CGFloat primaryHeight = NSMaxY([[[NSScreen screens] firstObject] frame]);
+	// Cocoa puts it at the bottom-left, y up. CGDisplayBounds of the main display gives the
+	// primary screen's height without AppKit, which is main-thread-only for NSScreen and would
+	// need an autorelease pool on this Go thread.
+	CGFloat primaryHeight = CGDisplayBounds(CGMainDisplayID()).size.height;
 	out->x = rect.origin.x;
 	out->y = primaryHeight - rect.origin.y - rect.size.height;
 	out->w = rect.size.width;
@@ -241,31 +305,19 @@ int layaAXBounds(void *el, long loc, long len, LayaRect *out) {
 	return 0;
 }
 
-int layaAXInsert(void *el, const char *utf8, long units) {
+int layaAXSetSelectedText(void *el, const char *utf8) {
 	AXUIElementRef e = (AXUIElementRef)el;
 	Boolean settable = false;
 	if (AXUIElementIsAttributeSettable(e, kAXSelectedTextAttribute, &settable) != kAXErrorSuccess || !settable) {
 		return -1;
 	}
-	long loc, len;
-	long before = layaAXLength(el);
-	if (layaAXSelection(el, &loc, &len) != 0 || before < 0) {
+	CFStringRef s = CFStringCreateWithCString(NULL, utf8, kCFStringEncodingUTF8);
+	if (s == NULL) {
 		return -1;
 	}
-	CFStringRef s = CFStringCreateWithCString(NULL, utf8, kCFStringEncodingUTF8);
 	AXError err = AXUIElementSetAttributeValue(e, kAXSelectedTextAttribute, s);
 	CFRelease(s);
-	if (err != kAXErrorSuccess) {
-		return -1;
-	}
-	// Some apps report success and do nothing, or do something else; only a caret that moved by
-	// exactly the inserted length counts. An unchanged length means nothing happened, so the
-	// caller may fall back to typing; anything else must not be typed a second time.
-	long after, afterLen;
-	if (layaAXSelection(el, &after, &afterLen) == 0 && after == loc + units && afterLen == 0) {
-		return 0;
-	}
-	return layaAXLength(el) == before ? -1 : -2;
+	return err == kAXErrorSuccess ? 0 : -1;
 }
 
 int layaAXFont(void *el, long loc, char **name, double *size) {

@@ -28,6 +28,9 @@ func startTap(c *controller.Controller) bool {
 	return bool(C.layaTapStart())
 }
 
+// layaKeyDown runs inside the event tap's callback on the main thread: KeyDown decides from a
+// snapshot and queues the key, so nothing here waits.
+//
 //export layaKeyDown
 func layaKeyDown(code C.ushort, mods C.uint, text *C.uint16_t, n C.int) C.int {
 	k := controller.Key{Code: hotkey.Key(code), Mods: hotkey.Modifier(mods)}
@@ -43,17 +46,11 @@ func layaKeyDown(code C.ushort, mods C.uint, text *C.uint16_t, n C.int) C.int {
 	return 0
 }
 
+// layaMouseDown reports a click or scroll; Dismiss only queues, so the tap is not held.
+//
 //export layaMouseDown
 func layaMouseDown() {
 	if c := tapTarget.Load(); c != nil {
 		c.Dismiss()
 	}
-}
-
-// typeUnits types UTF-16 text as keyboard events.
-func typeUnits(u []uint16) {
-	if len(u) == 0 {
-		return
-	}
-	C.layaType((*C.uint16_t)(unsafe.Pointer(&u[0])), C.long(len(u)))
 }

@@ -1,5 +1,8 @@
 // A CGEventTap sees every key press before the focused app does, so Tab, Esc and the
 // accept-word key can be swallowed while a suggestion shows, and typing can cancel requests.
+// An active tap holds every event of the session until its callback returns, and macOS
+// disables a tap that is slow (kCGEventTapDisabledByTimeout): the callback only asks the Go
+// side for a swallow-or-pass decision it makes from a snapshot, and returns.
 // Events Laya synthesizes carry a tag in kCGEventSourceUserData and pass straight through.
 #import <ApplicationServices/ApplicationServices.h>
 #import <Carbon/Carbon.h>
@@ -31,7 +34,9 @@ static CGEventRef onEvent(CGEventTapProxy proxy, CGEventType type, CGEventRef ev
 	if (CGEventGetIntegerValueField(ev, kCGEventSourceUserData) == layaTag) {
 		return ev;
 	}
-	if (type == kCGEventLeftMouseDown || type == kCGEventRightMouseDown) {
+	if (type == kCGEventLeftMouseDown || type == kCGEventRightMouseDown || type == kCGEventOtherMouseDown ||
+	    type == kCGEventScrollWheel) {
+		// Clicks and scrolling move the text away from where the ghost text was put.
 		layaMouseDown();
 		return ev;
 	}
@@ -53,7 +58,8 @@ bool layaTapStart(void) {
 		return true;
 	}
 	CGEventMask mask = CGEventMaskBit(kCGEventKeyDown) | CGEventMaskBit(kCGEventLeftMouseDown) |
-	                   CGEventMaskBit(kCGEventRightMouseDown);
+	                   CGEventMaskBit(kCGEventRightMouseDown) | CGEventMaskBit(kCGEventOtherMouseDown) |
+	                   CGEventMaskBit(kCGEventScrollWheel);
 	tap = CGEventTapCreate(kCGSessionEventTap, kCGHeadInsertEventTap, kCGEventTapOptionDefault, mask, onEvent, NULL);
 	if (tap == NULL) {
 		return false;
@@ -80,28 +86,12 @@ static void post(CGEventSourceRef src, CGKeyCode code, const UniChar *s, UniChar
 	}
 }
 
+// layaType posts one chunk; the controller splits text into chunks of at most 20 UTF-16 units
+// (apps drop the tail of longer unicode strings), keeps line breaks out (a Return key sends
+// chat messages and re-indents code) and paces the chunks.
 void layaType(const uint16_t *s, long n) {
 	CGEventSourceRef src = CGEventSourceCreate(kCGEventSourceStatePrivate);
-	long i = 0;
-	while (i < n) {
-		if (s[i] == '\n') {
-			// Unicode text events do not make a newline in every app; the Return key does.
-			post(src, kVK_Return, NULL, 0, 0);
-			i++;
-			continue;
-		}
-		// Apps drop the tail of longer unicode strings; 20 units is the safe size.
-		long end = i;
-		while (end < n && end - i < 20 && s[end] != '\n') {
-			end++;
-		}
-		// Never split a surrogate pair across two events.
-		if (end < n && end - i == 20 && s[end - 1] >= 0xD800 && s[end - 1] < 0xDC00) {
-			end--;
-		}
-		post(src, 0, (const UniChar *)s + i, end - i, 0);
-		i = end;
-	}
+	post(src, 0, (const UniChar *)s, (UniCharCount)n, 0);
 	if (src != NULL) {
 		CFRelease(src);
 	}

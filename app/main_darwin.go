@@ -89,7 +89,7 @@ func newApp() *app {
 // for the main thread (hotkey registration, model loading) is started on goroutines from here.
 func (a *app) didLaunch() {
 	a.ctl = controller.New(controller.Deps{
-		Fields: axFields{}, Overlay: newOverlay(), Inserter: inserter{}, Engine: a.eng, Observe: a.observe,
+		Fields: axFields{}, Overlay: newOverlay(), Keys: keyboard{}, Engine: a.eng, Observe: a.observe,
 	}, a.config())
 	a.bar = newStatusBar(resourcePath("StatusIcon.png"), a.menuAction)
 	a.prefs = newPrefsWindow(a.savePrefs)

@@ -1,5 +1,8 @@
 // Pasteboard insertion.
 
-// layaPaste puts utf8 on the general pasteboard, presses Cmd+V, and restores the previous
-// contents after restoreMS milliseconds unless something else changed the pasteboard meanwhile.
-void layaPaste(const char *utf8, int restoreMS);
+// layaPasteBegin saves the general pasteboard's items, puts utf8 there as a transient item and
+// presses Cmd+V. It returns a handle for layaPasteRestore, or NULL if nothing was pasted.
+void *layaPasteBegin(const char *utf8);
+// layaPasteRestore puts the saved items back unless something else wrote the pasteboard
+// meanwhile, and frees the handle.
+void layaPasteRestore(void *h);

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/layaapp/laya/config"
@@ -22,13 +23,16 @@ const (
 // the moved caret.
 const repositionDelay = 50 * time.Millisecond
 
-// Deps are the controller's connections to the world. Observe may be nil.
+// Deps are the controller's connections to the world. Observe and Sleep may be nil.
 type Deps struct {
-	Fields   FocusedField
-	Overlay  Overlay
-	Inserter Inserter
-	Engine   Engine
-	Clock    Clock
+	Fields  FocusedField
+	Overlay Overlay
+	Keys    Keyboard
+	Engine  Engine
+	Clock   Clock
+	// Sleep pauses the worker between polls of an insertion and between typed chunks;
+	// nil is time.Sleep.
+	Sleep func(time.Duration)
 	// Before and After bound the text read around the caret, in code points; 0 is the default.
 	Before, After int
 	// Observe receives every Event, possibly with the controller's lock held: it must not call
@@ -71,28 +75,53 @@ type Key struct {
 
 // pending is the request in flight.
 type pending struct {
-	cancel  context.CancelFunc
-	el      Element
-	info    FieldInfo
-	caret   int // UTF-16 offset
-	length  int // field length in UTF-16 units when captured
-	rect    Rect
-	started time.Time
-	partial strings.Builder // streamed so far
-	visible bool            // partial is on screen
+	cancel   context.CancelFunc
+	el       Element
+	info     FieldInfo
+	caret    int // UTF-16 offset
+	length   int // field length in UTF-16 units when captured
+	rect     Rect
+	started  time.Time
+	partial  strings.Builder // streamed so far
+	checking bool            // a focus check before the first piece shows is on the worker
+	visible  bool            // partial is on screen
+	id       uint64          // the suggestion id once visible
 }
 
 // shown is the suggestion on screen.
 type shown struct {
+	id    uint64
 	text  string
 	el    Element
 	caret int // where the remaining text would be inserted
 	style Style
 }
 
+// tapState is what the event tap decides from: an immutable snapshot the controller replaces
+// (under its lock) whenever it changes, and the tap loads without waiting for anything.
+type tapState struct {
+	hotkey, acceptWord hotkey.Spec
+	showing            uint64 // id of the suggestion on screen, 0 for none
+}
+
 // Controller is the app's state machine. All methods are safe for concurrent use.
+//
+// Three kinds of goroutine touch it. KeyDown, Hotkey and Dismiss only post the user's action
+// to the input goroutine and return; KeyDown decides swallow-or-pass from the tapState
+// snapshot, so the event tap never waits for a lock, an Accessibility call or an insertion.
+// The input goroutine applies actions to the state under mu. Every call into another app
+// (Accessibility reads, insertions, Element.Close) runs on one serial worker goroutine without
+// mu: it copies what it needs, unlocks, calls, re-locks and checks that its request or
+// suggestion is still current (gen, req, sug).
 type Controller struct {
 	d Deps
+
+	snap     atomic.Pointer[tapState]
+	in       chan input
+	inputs   atomic.Int64 // posted inputs not yet handled
+	overflow atomic.Bool  // an input was dropped because the queue was full
+	busy     atomic.Int64 // worker jobs posted and not finished
+	worker   *serial
 
 	mu         sync.Mutex
 	cfg        config.Config
@@ -101,6 +130,7 @@ type Controller struct {
 	gen        uint64 // bumped by every input that makes an in-progress capture obsolete
 	req        *pending
 	sug        *shown
+	nextID     uint64
 	timer      Timer
 	timerGen   uint64
 }
@@ -110,14 +140,22 @@ func New(d Deps, cfg config.Config) *Controller {
 	if d.Clock == nil {
 		d.Clock = SystemClock{}
 	}
+	if d.Sleep == nil {
+		d.Sleep = time.Sleep
+	}
 	if d.Before <= 0 {
 		d.Before = DefaultBefore
 	}
 	if d.After <= 0 {
 		d.After = DefaultAfter
 	}
-	c := &Controller{d: d}
+	c := &Controller{d: d, in: make(chan input, inputCap)}
+	c.worker = newSerial(&c.busy)
+	c.mu.Lock()
 	c.setConfig(cfg)
+	c.publish()
+	c.mu.Unlock()
+	go c.inputLoop()
 	return c
 }
 
@@ -133,6 +171,7 @@ func (c *Controller) SetConfig(cfg config.Config) {
 	if !cfg.Enabled {
 		c.reset()
 	}
+	c.publish()
 }
 
 func (c *Controller) setConfig(cfg config.Config) {
@@ -141,62 +180,104 @@ func (c *Controller) setConfig(cfg config.Config) {
 	c.acceptWord = cfg.AcceptWordSpec()
 }
 
+// publish replaces the event tap's snapshot; mu held.
+func (c *Controller) publish() {
+	st := &tapState{hotkey: c.hotkey, acceptWord: c.acceptWord}
+	switch {
+	case c.sug != nil:
+		st.showing = c.sug.id
+	case c.req != nil && c.req.visible:
+		st.showing = c.req.id
+	}
+	c.snap.Store(st)
+}
+
 // Hotkey handles a press of the global hotkey: it replaces whatever is shown or pending with a
 // fresh request for the focused field.
-func (c *Controller) Hotkey() {
-	c.mu.Lock()
-	c.reset()
-	c.stopTimer()
-	c.gen++
-	gen, cfg := c.gen, c.cfg
-	c.mu.Unlock()
-	c.capture(gen, cfg)
-}
+func (c *Controller) Hotkey() { c.postInput(input{kind: inHotkey}) }
 
-// Dismiss hides the suggestion and cancels any request: focus moved, the mouse was clicked,
-// or the user switched apps.
-func (c *Controller) Dismiss() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.reset()
-	c.stopTimer()
-	c.gen++
-}
+// Dismiss hides the suggestion and cancels any request: focus moved, the mouse was clicked or
+// scrolled, or the user switched apps.
+func (c *Controller) Dismiss() { c.postInput(input{kind: inDismiss}) }
 
 // KeyDown handles a key press before the focused app sees it and reports whether to swallow
-// it. Only Tab, Esc and the accept-word key while a suggestion shows are swallowed.
+// it. Only Tab, Esc and the accept-word key while a suggestion shows are swallowed. It never
+// waits: the decision comes from a snapshot, and the key itself is handled on the input
+// goroutine.
 func (c *Controller) KeyDown(k Key) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.hotkey.Matches(k.Code, k.Mods) {
+	st := c.snap.Load()
+	if st.hotkey.Matches(k.Code, k.Mods) {
 		return false // the hotkey's own keystroke is Hotkey's business
 	}
+	swallow := st.showing != 0 && (isPlain(k, hotkey.KeyTab) || isPlain(k, hotkey.KeyEscape) ||
+		st.acceptWord.Matches(k.Code, k.Mods))
+	c.postInput(input{kind: inKey, key: k, swallowed: swallow, showing: st.showing})
+	return swallow
+}
+
+func isPlain(k Key, code hotkey.Key) bool { return k.Code == code && k.Mods == 0 }
+
+// handle applies one input on the input goroutine.
+func (c *Controller) handle(in input) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer c.publish()
+	if c.overflow.Swap(false) {
+		// Inputs were lost, so nothing on screen can be trusted to match the field.
+		c.reset()
+		c.stopTimer()
+		c.gen++
+	}
+	switch in.kind {
+	case inHotkey:
+		c.reset()
+		c.stopTimer()
+		c.gen++
+		gen, cfg := c.gen, c.cfg
+		c.worker.post(func() { c.capture(gen, cfg) })
+	case inDismiss:
+		c.reset()
+		c.stopTimer()
+		c.gen++
+	case inKey:
+		c.key(in)
+	}
+}
+
+// key handles a key press; mu held.
+func (c *Controller) key(in input) {
+	k := in.key
 	c.gen++
 	c.promote()
 	if s := c.sug; s != nil {
-		switch {
-		case k.Code == hotkey.KeyTab && k.Mods == 0:
-			c.sug = nil
-			c.d.Overlay.Hide()
-			c.insert(s.el, s.text, Accepted)
-			s.el.Close()
-			return true
-		case k.Code == hotkey.KeyEscape && k.Mods == 0:
-			c.hide()
-			return true
-		case c.acceptWord.Matches(k.Code, k.Mods):
-			c.acceptNextWord(s)
-			return true
+		if in.swallowed && s.id == in.showing {
+			switch {
+			case isPlain(k, hotkey.KeyTab):
+				c.sug = nil
+				c.d.Overlay.Hide()
+				c.accept(s, s.text, Accepted)
+				return
+			case isPlain(k, hotkey.KeyEscape):
+				c.hide()
+				return
+			case c.acceptWord.Matches(k.Code, k.Mods):
+				c.acceptNextWord(s)
+				return
+			}
 		}
 		c.hide()
 	}
 	c.cancelRequest()
+	if in.swallowed {
+		// The suggestion the key was swallowed for is gone (a race with its end): the key
+		// did nothing, which is the safe outcome.
+		return
+	}
 	if c.cfg.Mode == config.ModeAutomatic && c.cfg.Enabled && typesText(k) {
 		c.schedule()
 	} else {
 		c.stopTimer()
 	}
-	return false
 }
 
 // typesText reports whether k edits text the way typing does (not a shortcut or navigation).
@@ -209,56 +290,85 @@ func typesText(k Key) bool {
 
 func (c *Controller) acceptNextWord(s *shown) {
 	w := nextWord(s.text)
-	if !c.insert(s.el, w, AcceptedWord) {
-		c.hide()
-		return
-	}
-	s.text = s.text[len(w):]
-	s.caret += utf16Len(w)
-	if s.text == "" {
+	if w == s.text {
 		c.sug = nil
 		c.d.Overlay.Hide()
-		s.el.Close()
+		c.accept(s, w, AcceptedWord)
 		return
 	}
-	// Typed insertions reach the app asynchronously, so the caret's new position is only
-	// known a moment later; meanwhile the stale ghost text must not overlap the new word.
+	// The rest stays the suggestion (Tab accepts it, Esc dismisses it) while it is off
+	// screen: inserted text reaches the app asynchronously, so the caret's new position is
+	// only known a moment later, and the stale ghost text must not overlap the new word.
+	s.text = s.text[len(w):]
 	c.d.Overlay.Hide()
-	c.d.Clock.AfterFunc(repositionDelay, func() {
+	c.accept(&shown{id: s.id, el: s.el, caret: s.caret, style: s.style}, w, AcceptedWord)
+	s.caret += utf16Len(w)
+	c.d.Clock.AfterFunc(repositionDelay, func() { c.worker.post(func() { c.reposition(s) }) })
+}
+
+// reposition shows the rest of s at the caret after an accepted word; on the worker.
+func (c *Controller) reposition(s *shown) {
+	c.mu.Lock()
+	current := c.sug == s
+	caret, length := s.caret, -1
+	c.mu.Unlock()
+	if !current {
+		return // s.el may already be closed by a job queued before this one
+	}
+	if n, err := s.el.Length(); err == nil {
+		length = n
+	}
+	rect, err := caretRect(s.el, caret, length)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sug != s {
+		return
+	}
+	if err != nil {
+		c.hide()
+		c.publish()
+		return
+	}
+	c.d.Overlay.Show(s.text, rect, s.style)
+}
+
+// accept inserts text for s on the worker; mu held. The element is closed after the insertion
+// unless s stays on screen (an accepted word with more to come).
+func (c *Controller) accept(s *shown, text string, kind EventKind) {
+	el, app, keep := s.el, s.el.Info().App, c.sug != nil && c.sug.el == s.el
+	c.worker.post(func() {
+		res, err := c.insertText(el, text)
+		if !keep {
+			el.Close()
+		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if c.sug != s {
-			return
-		}
-		rect, err := caretRect(s.el, s.caret)
 		if err != nil {
-			c.hide()
+			c.emit(Event{Kind: Failed, App: app, Err: err})
+			if c.sug != nil && c.sug.id == s.id {
+				c.hide()
+				c.publish()
+			}
 			return
 		}
-		c.d.Overlay.Show(s.text, rect, s.style)
+		c.emit(Event{Kind: kind, App: app, Reason: res})
 	})
 }
 
-func (c *Controller) insert(el Element, text string, kind EventKind) bool {
-	if err := c.d.Inserter.Insert(el, text); err != nil {
-		c.emit(Event{Kind: Failed, App: el.Info().App, Err: err})
-		return false
-	}
-	c.emit(Event{Kind: kind, App: el.Info().App})
-	return true
-}
-
-// hide removes the suggestion on screen, if any.
+// hide removes the suggestion on screen, if any; mu held.
 func (c *Controller) hide() {
 	if c.sug == nil {
 		return
 	}
-	app := c.sug.el.Info().App
-	c.sug.el.Close()
+	s := c.sug
 	c.sug = nil
+	c.release(s.el)
 	c.d.Overlay.Hide()
-	c.emit(Event{Kind: Dismissed, App: app})
+	c.emit(Event{Kind: Dismissed, App: s.el.Info().App})
 }
+
+// release closes el on the worker, after any job still using it.
+func (c *Controller) release(el Element) { c.worker.post(el.Close) }
 
 // cancelRequest cancels the request in flight, if any, and takes down what it streamed; its
 // result will be stale.
@@ -270,7 +380,7 @@ func (c *Controller) cancelRequest() {
 		c.d.Overlay.Hide()
 	}
 	c.req.cancel()
-	c.req.el.Close()
+	c.release(c.req.el)
 	c.emit(Event{Kind: Canceled, App: c.req.info.App})
 	c.req = nil
 }
@@ -302,7 +412,7 @@ func (c *Controller) schedule() {
 		c.timer = nil
 		capGen, cfg := c.gen, c.cfg
 		c.mu.Unlock()
-		c.capture(capGen, cfg)
+		c.worker.post(func() { c.capture(capGen, cfg) })
 	})
 }
 
@@ -311,9 +421,9 @@ func (c *Controller) refuse(app, reason string) {
 	c.emit(Event{Kind: Refused, App: app, Reason: reason})
 }
 
-// capture reads the focused field and, if it may be completed, starts a request. It runs
-// without the lock, because Accessibility reads take up to tens of milliseconds per call and
-// the event tap must never wait that long for a keystroke; gen detects any input meanwhile.
+// capture reads the focused field and, if it may be completed, starts a request. It runs on
+// the worker without the lock, because Accessibility reads take up to hundreds of milliseconds
+// in a busy app; gen detects any input meanwhile.
 func (c *Controller) capture(gen uint64, cfg config.Config) {
 	started := c.d.Clock.Now()
 	if !cfg.Enabled {
@@ -349,7 +459,7 @@ func (c *Controller) capture(gen uint64, cfg config.Config) {
 		c.refuse(info.App, err.Error())
 		return
 	}
-	rect, err := caretRect(el, caret)
+	rect, err := caretRect(el, caret, length)
 	if err != nil {
 		c.refuse(info.App, "caret position unknown: "+err.Error())
 		return
@@ -361,6 +471,7 @@ func (c *Controller) capture(gen uint64, cfg config.Config) {
 		return
 	}
 	c.reset() // normally a no-op: whatever was there ended when gen last changed
+	c.publish()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &pending{cancel: cancel, el: el, info: info, caret: caret, length: length, rect: rect, started: started}
 	c.req = p
@@ -408,12 +519,19 @@ func (c *Controller) read(el Element) (prefix, suffix string, caret, length int,
 	return lastRunes(decodeWindow(before), c.d.Before), firstRunes(decodeWindow(after), c.d.After), caret, length, nil
 }
 
-// caretRect finds the caret on screen. Many apps return an empty rectangle for a zero-length
-// range, so fall back to the right edge of the character before the caret.
-func caretRect(el Element, caret int) (Rect, error) {
+// caretRect finds the caret in a field of length units (-1 if unknown). Many apps return an
+// empty rectangle for a zero-length range. Then the left edge of the character at the caret is
+// right, even at the start of a line (where the character before is the previous line's end);
+// past the last character only the right edge of the one before is left.
+func caretRect(el Element, caret, length int) (Rect, error) {
 	r, err := el.Bounds(Range{caret, 0})
 	if err == nil && r.H > 0 {
 		return r, nil
+	}
+	if caret < length {
+		if next, nerr := el.Bounds(Range{caret, 1}); nerr == nil && next.H > 0 {
+			return Rect{X: next.X, Y: next.Y, W: 0, H: next.H}, nil
+		}
 	}
 	if caret == 0 {
 		if err == nil {
@@ -431,9 +549,9 @@ func caretRect(el Element, caret int) (Rect, error) {
 	return Rect{X: prev.X + prev.W, Y: prev.Y, W: 0, H: prev.H}, nil
 }
 
-// stream shows the suggestion growing while p is current. Focus is re-checked before the
-// first piece appears; after that, anything that could move it (keys, clicks, app switches)
-// cancels p.
+// stream shows the suggestion growing while p is current. Focus is re-checked on the worker
+// before the first piece appears; after that, anything that could move it (keys, clicks,
+// app switches) cancels p.
 func (c *Controller) stream(p *pending, piece string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -442,17 +560,29 @@ func (c *Controller) stream(p *pending, piece string) {
 	}
 	p.partial.WriteString(piece)
 	text := p.partial.String()
-	if strings.TrimSpace(text) == "" {
-		return
+	switch {
+	case p.visible:
+		c.d.Overlay.Show(text, p.rect, p.info.Style)
+	case !p.checking && strings.TrimSpace(text) != "":
+		p.checking = true
+		c.worker.post(func() {
+			ok := c.stillThere(p)
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.req != p || p.visible {
+				return
+			}
+			if !ok {
+				c.cancelRequest()
+				c.publish()
+				return
+			}
+			c.nextID++
+			p.visible, p.id = true, c.nextID
+			c.d.Overlay.Show(p.partial.String(), p.rect, p.info.Style)
+			c.publish()
+		})
 	}
-	if !p.visible {
-		if !c.stillThere(p) {
-			c.cancelRequest()
-			return
-		}
-		p.visible = true
-	}
-	c.d.Overlay.Show(text, p.rect, p.info.Style)
 }
 
 // promote turns a request whose text is already streaming on screen into the shown
@@ -464,11 +594,12 @@ func (c *Controller) promote() {
 	}
 	c.req = nil
 	p.cancel()
-	c.sug = &shown{text: p.partial.String(), el: p.el, caret: p.caret, style: p.info.Style}
+	c.sug = &shown{id: p.id, text: p.partial.String(), el: p.el, caret: p.caret, style: p.info.Style}
 }
 
 // finish handles the engine's answer to p. The answer is shown only if p is still the current
-// request and the same field still has focus with the caret where it was.
+// request and, checked on the worker, the same field still has focus with the caret where it
+// was.
 func (c *Controller) finish(p *pending, text string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -476,39 +607,57 @@ func (c *Controller) finish(p *pending, text string, err error) {
 		c.emit(Event{Kind: Stale, App: p.info.App})
 		return
 	}
-	c.req = nil
-	p.cancel()
-	if err != nil {
-		p.el.Close()
-		if errors.Is(err, context.Canceled) {
+	if err != nil || strings.TrimSpace(text) == "" {
+		c.req = nil
+		p.cancel()
+		if p.visible {
+			c.d.Overlay.Hide()
+		}
+		c.release(p.el)
+		c.publish()
+		switch {
+		case err == nil:
+			c.emit(Event{Kind: Empty, App: p.info.App})
+		case errors.Is(err, context.Canceled):
 			c.emit(Event{Kind: Canceled, App: p.info.App})
-		} else {
+		default:
 			c.emit(Event{Kind: Failed, App: p.info.App, Err: err})
 		}
 		return
 	}
-	if strings.TrimSpace(text) == "" {
-		if p.visible {
-			c.d.Overlay.Hide()
+	p.cancel()
+	c.worker.post(func() {
+		ok := c.stillThere(p)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		defer c.publish()
+		if c.req != p {
+			c.emit(Event{Kind: Stale, App: p.info.App})
+			return
 		}
-		p.el.Close()
-		c.emit(Event{Kind: Empty, App: p.info.App})
-		return
-	}
-	if !c.stillThere(p) {
-		if p.visible {
-			c.d.Overlay.Hide()
+		c.req = nil
+		if !ok {
+			if p.visible {
+				c.d.Overlay.Hide()
+			}
+			c.release(p.el)
+			c.emit(Event{Kind: Stale, App: p.info.App, Reason: "focus or caret moved"})
+			return
 		}
-		p.el.Close()
-		c.emit(Event{Kind: Stale, App: p.info.App, Reason: "focus or caret moved"})
-		return
-	}
-	c.sug = &shown{text: text, el: p.el, caret: p.caret, style: p.info.Style}
-	c.d.Overlay.Show(text, p.rect, p.info.Style)
-	c.emit(Event{Kind: Shown, App: p.info.App, Latency: c.d.Clock.Now().Sub(p.started)})
+		id := p.id
+		if id == 0 {
+			c.nextID++
+			id = c.nextID
+		}
+		c.sug = &shown{id: id, text: text, el: p.el, caret: p.caret, style: p.info.Style}
+		c.d.Overlay.Show(text, p.rect, p.info.Style)
+		c.publish() // before anyone hears of it
+		c.emit(Event{Kind: Shown, App: p.info.App, Latency: c.d.Clock.Now().Sub(p.started)})
+	})
 }
 
-// stillThere re-reads focus: same app, same element, same caret, same text length.
+// stillThere re-reads focus: same app, same element, same caret, same text length. On the
+// worker, without the lock.
 func (c *Controller) stillThere(p *pending) bool {
 	el, err := c.d.Fields.Focus()
 	if err != nil {

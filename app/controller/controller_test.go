@@ -29,18 +29,17 @@ func TestHotkeyShowAccept(t *testing.T) {
 	if call.req != want {
 		t.Fatalf("request %+v\nwant    %+v", call.req, want)
 	}
-	r.clock.Advance(40 * time.Millisecond)
+	r.advance(40 * time.Millisecond)
 	call.reply <- engineReply{text: "return a + b"}
 	ev := r.until(Shown)
 	if ev.Latency != 40*time.Millisecond {
 		t.Errorf("latency %v, want the 40ms between hotkey and result", ev.Latency)
 	}
 	vis, shows := r.ov.state()
-	caret := len("def add(a, b):\n    ") // ASCII: UTF-16 units = bytes
-	if !vis || len(shows) != 1 || shows[0].text != "return a + b" || shows[0].at.X != 100+10*float64(caret) {
-		t.Fatalf("overlay visible=%v shows=%+v; want the text at the caret x=%d", vis, shows, 100+10*caret)
+	if !vis || len(shows) != 1 || shows[0].text != "return a + b" || shows[0].at.X != 140 || shows[0].at.Y != 480 {
+		t.Fatalf("overlay visible=%v shows=%+v; want the text at the caret (140, 480)", vis, shows)
 	}
-	if !r.c.KeyDown(tab) {
+	if !r.key(tab) {
 		t.Fatal("Tab not swallowed while a suggestion shows")
 	}
 	r.until(Accepted)
@@ -50,7 +49,7 @@ func TestHotkeyShowAccept(t *testing.T) {
 	if vis, _ := r.ov.state(); vis {
 		t.Error("overlay still visible after accept")
 	}
-	if r.c.KeyDown(tab) {
+	if r.key(tab) {
 		t.Error("Tab swallowed with nothing showing")
 	}
 }
@@ -66,12 +65,12 @@ func TestEscDismisses(t *testing.T) {
 	el := newElem("a.b", 1, "x = ", "")
 	r := newRig(t, config.Default(), el)
 	show(t, r, "42")
-	if !r.c.KeyDown(esc) {
+	if !r.key(esc) {
 		t.Fatal("Esc not swallowed")
 	}
 	r.until(Dismissed)
-	if vis, _ := r.ov.state(); vis || el.String() != "x = " || len(r.ins.got) != 0 {
-		t.Errorf("after Esc: visible=%v text=%q inserted=%v", vis, el.String(), r.ins.got)
+	if vis, _ := r.ov.state(); vis || el.String() != "x = " || len(r.keys.typed) != 0 {
+		t.Errorf("after Esc: visible=%v text=%q typed=%v", vis, el.String(), r.keys.typed)
 	}
 }
 
@@ -79,13 +78,13 @@ func TestOtherKeyDismissesAndPassesThrough(t *testing.T) {
 	el := newElem("a.b", 1, "x = ", "")
 	r := newRig(t, config.Default(), el)
 	show(t, r, "42")
-	if r.c.KeyDown(letter("y")) {
+	if r.key(letter("y")) {
 		t.Fatal("an ordinary key was swallowed")
 	}
 	if vis, _ := r.ov.state(); vis {
 		t.Error("suggestion survived a keystroke")
 	}
-	if r.c.KeyDown(Key{Code: hotkey.KeyTab, Mods: hotkey.ModShift}) {
+	if r.key(Key{Code: hotkey.KeyTab, Mods: hotkey.ModShift}) {
 		t.Error("Shift+Tab swallowed with nothing showing")
 	}
 }
@@ -95,7 +94,7 @@ func TestAcceptNextWord(t *testing.T) {
 	r := newRig(t, config.Default(), el)
 	show(t, r, "寿司 and ramen")
 	caret := 7 + 2 + 1 // "I like " + surrogate pair + " "
-	if !r.c.KeyDown(cmdRight) {
+	if !r.key(cmdRight) {
 		t.Fatal("accept-word key not swallowed")
 	}
 	if el.String() != "I like 🍣 寿司" {
@@ -104,7 +103,7 @@ func TestAcceptNextWord(t *testing.T) {
 	if vis, _ := r.ov.state(); vis {
 		t.Error("old ghost text left over the inserted word")
 	}
-	r.clock.Advance(repositionDelay)
+	r.advance(repositionDelay)
 	vis, shows := r.ov.state()
 	last := shows[len(shows)-1]
 	if !vis {
@@ -113,16 +112,16 @@ func TestAcceptNextWord(t *testing.T) {
 	if last.text != " and ramen" || last.at.X != 100+10*float64(caret+2) {
 		t.Errorf("remainder shown %+v, want \" and ramen\" at x=%d", last, 100+10*(caret+2))
 	}
-	r.c.KeyDown(cmdRight)
-	r.clock.Advance(repositionDelay)
-	if !r.c.KeyDown(cmdRight) {
+	r.key(cmdRight)
+	r.advance(repositionDelay)
+	if !r.key(cmdRight) {
 		t.Fatal("third word not accepted")
 	}
-	r.clock.Advance(repositionDelay)
+	r.advance(repositionDelay)
 	if vis, _ := r.ov.state(); el.String() != "I like 🍣 寿司 and ramen" || vis {
 		t.Errorf("after three words: %q visible=%v", el.String(), vis)
 	}
-	if r.c.KeyDown(cmdRight) {
+	if r.key(cmdRight) {
 		t.Error("accept-word key swallowed with nothing left to accept")
 	}
 }
@@ -131,9 +130,9 @@ func TestTypingDuringRepositionDismisses(t *testing.T) {
 	el := newElem("a.b", 1, "x ", "")
 	r := newRig(t, config.Default(), el)
 	show(t, r, "foo bar")
-	r.c.KeyDown(cmdRight)
-	r.c.KeyDown(letter("z"))
-	r.clock.Advance(repositionDelay)
+	r.key(cmdRight)
+	r.key(letter("z"))
+	r.advance(repositionDelay)
 	if vis, _ := r.ov.state(); vis {
 		t.Error("remainder reappeared after the user typed")
 	}
@@ -207,7 +206,7 @@ func TestCaretFallback(t *testing.T) {
 	}
 	el2 := newElem("a.b", 2, "", "")
 	el2.emptyCaret = true
-	r.fields.set(el2)
+	r.focus(el2)
 	r.c.Hotkey()
 	if e := r.until(Refused); !strings.Contains(e.Reason, "caret") {
 		t.Errorf("empty field without caret bounds: %q", e.Reason)
@@ -266,7 +265,7 @@ func TestPerAppRules(t *testing.T) {
 		t.Errorf("refusal %+v", e)
 	}
 	r.noCall()
-	r.fields.set(newElem("com.apple.TextEdit", 2, "Dear ", ""))
+	r.focus(newElem("com.apple.TextEdit", 2, "Dear ", ""))
 	r.c.Hotkey()
 	r.call().reply <- engineReply{text: "Sir"}
 	r.until(Shown)
@@ -286,7 +285,7 @@ func TestKeystrokeCancelsInFlight(t *testing.T) {
 	r := newRig(t, config.Default(), el)
 	r.c.Hotkey()
 	c := r.call()
-	r.c.KeyDown(letter("y"))
+	r.key(letter("y"))
 	r.until(Canceled)
 	select {
 	case <-c.ctx.Done():
@@ -318,11 +317,11 @@ func TestNewerRequestWins(t *testing.T) {
 
 func TestResultStaleAfterFocusOrCaretMove(t *testing.T) {
 	for name, move := range map[string]func(r *rig, el *fakeElem){
-		"focus":  func(r *rig, el *fakeElem) { r.fields.set(newElem("a.b", 2, "x", "")) },
-		"app":    func(r *rig, el *fakeElem) { r.fields.set(newElem("c.d", 1, "x", "")) },
+		"focus":  func(r *rig, el *fakeElem) { r.focus(newElem("a.b", 2, "x", "")) },
+		"app":    func(r *rig, el *fakeElem) { r.focus(newElem("c.d", 1, "x", "")) },
 		"caret":  func(r *rig, el *fakeElem) { el.mu.Lock(); el.sel.Loc = 0; el.mu.Unlock() },
 		"edited": func(r *rig, el *fakeElem) { el.typeText("!"); el.mu.Lock(); el.sel.Loc--; el.mu.Unlock() },
-		"none":   func(r *rig, el *fakeElem) { r.fields.set(nil) },
+		"none":   func(r *rig, el *fakeElem) { r.focus(nil) },
 	} {
 		el := newElem("a.b", 1, "x", "")
 		r := newRig(t, config.Default(), el)
@@ -356,8 +355,8 @@ func TestInsertFailure(t *testing.T) {
 	el := newElem("a.b", 1, "x", "")
 	r := newRig(t, config.Default(), el)
 	show(t, r, "yz")
-	r.ins.fail = errors.New("field is read-only")
-	if !r.c.KeyDown(tab) {
+	r.keys.fail = errors.New("field is read-only")
+	if !r.key(tab) {
 		t.Fatal("Tab not swallowed")
 	}
 	r.until(Failed)
@@ -384,28 +383,28 @@ func TestAutomaticMode(t *testing.T) {
 	el := newElem("a.b", 1, "hel", "")
 	r := newRig(t, cfg, el)
 
-	r.c.KeyDown(letter("l"))
-	r.clock.Advance(200 * time.Millisecond)
-	r.c.KeyDown(letter("o")) // restarts the pause
-	r.clock.Advance(200 * time.Millisecond)
+	r.key(letter("l"))
+	r.advance(200 * time.Millisecond)
+	r.key(letter("o")) // restarts the pause
+	r.advance(200 * time.Millisecond)
 	r.noCall()
-	r.c.KeyDown(Key{Code: 0x08, Mods: hotkey.ModCmd, Text: "c"}) // Cmd+C is not typing
-	r.clock.Advance(time.Second)
+	r.key(Key{Code: 0x08, Mods: hotkey.ModCmd, Text: "c"}) // Cmd+C is not typing
+	r.advance(time.Second)
 	r.noCall()
 
-	r.c.KeyDown(letter(" "))
-	r.clock.Advance(300 * time.Millisecond)
+	r.key(letter(" "))
+	r.advance(300 * time.Millisecond)
 	c := r.call()
 	if c.req.Prefix != "hel" {
 		t.Errorf("prefix %q", c.req.Prefix) // the fake host does not apply tapped keys
 	}
-	r.c.KeyDown(letter("w")) // a new keystroke cancels the request in flight
+	r.key(letter("w")) // a new keystroke cancels the request in flight
 	select {
 	case <-c.ctx.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("keystroke did not cancel the automatic request")
 	}
-	r.clock.Advance(300 * time.Millisecond)
+	r.advance(300 * time.Millisecond)
 	c2 := r.call()
 	c2.reply <- engineReply{text: "orld"}
 	r.until(Shown)
@@ -416,16 +415,17 @@ func TestAutomaticMode(t *testing.T) {
 	}
 
 	// Dismiss (focus change) stops the pending pause timer.
-	r.c.KeyDown(letter("x"))
+	r.key(letter("x"))
 	r.c.Dismiss()
-	r.clock.Advance(time.Second)
+	r.c.Flush()
+	r.advance(time.Second)
 	r.noCall()
 
 	// Hotkey mode never starts requests from typing.
 	cfg.Mode = config.ModeHotkey
 	r.c.SetConfig(cfg)
-	r.c.KeyDown(letter("x"))
-	r.clock.Advance(time.Second)
+	r.key(letter("x"))
+	r.advance(time.Second)
 	r.noCall()
 }
 
@@ -461,6 +461,7 @@ func TestKeystrokeDuringCapture(t *testing.T) {
 			if r.c.KeyDown(letter("q")) {
 				t.Error("key swallowed")
 			}
+			r.c.drainInputs()
 		}
 	}
 	r.c.Hotkey()
@@ -475,12 +476,12 @@ func TestStreaming(t *testing.T) {
 	r := newRig(t, config.Default(), el)
 	r.c.Hotkey()
 	c := r.call()
-	c.onText(" ") // whitespace alone is not worth showing
+	r.piece(c, " ") // whitespace alone is not worth showing
 	if _, shows := r.ov.state(); len(shows) != 0 {
 		t.Fatalf("blank piece shown: %+v", shows)
 	}
-	c.onText("range")
-	c.onText("(10)")
+	r.piece(c, "range")
+	r.piece(c, "(10)")
 	vis, shows := r.ov.state()
 	if !vis || len(shows) != 2 || shows[0].text != " range" || shows[1].text != " range(10)" {
 		t.Fatalf("streamed shows %+v", shows)
@@ -497,8 +498,8 @@ func TestTabAcceptsWhatStreamed(t *testing.T) {
 	r := newRig(t, config.Default(), el)
 	r.c.Hotkey()
 	c := r.call()
-	c.onText("compute(")
-	if !r.c.KeyDown(tab) {
+	r.piece(c, "compute(")
+	if !r.key(tab) {
 		t.Fatal("Tab not swallowed while streamed text shows")
 	}
 	if el.String() != "x = compute(" {
@@ -518,7 +519,7 @@ func TestStreamedThenDropped(t *testing.T) {
 	r := newRig(t, config.Default(), newElem("a.b", 1, "x", ""))
 	r.c.Hotkey()
 	c := r.call()
-	c.onText("maybe")
+	r.piece(c, "maybe")
 	c.reply <- engineReply{text: ""} // the engine dropped it as unsure
 	r.until(Empty)
 	if vis, _ := r.ov.state(); vis {
@@ -530,11 +531,11 @@ func TestStreamingStopsOnKeystroke(t *testing.T) {
 	r := newRig(t, config.Default(), newElem("a.b", 1, "x", ""))
 	r.c.Hotkey()
 	c := r.call()
-	c.onText("abc")
-	if r.c.KeyDown(letter("q")) {
+	r.piece(c, "abc")
+	if r.key(letter("q")) {
 		t.Error("ordinary key swallowed")
 	}
-	c.onText("def")
+	r.piece(c, "def")
 	if vis, shows := r.ov.state(); vis || len(shows) != 1 {
 		t.Errorf("visible=%v shows=%+v after a keystroke", vis, shows)
 	}
@@ -545,8 +546,8 @@ func TestStreamingRefusedAfterFocusMoved(t *testing.T) {
 	r := newRig(t, config.Default(), el)
 	r.c.Hotkey()
 	c := r.call()
-	r.fields.set(newElem("a.b", 2, "other", ""))
-	c.onText("abc")
+	r.focus(newElem("a.b", 2, "other", ""))
+	r.piece(c, "abc")
 	if _, shows := r.ov.state(); len(shows) != 0 {
 		t.Errorf("streamed into a field that lost focus: %+v", shows)
 	}

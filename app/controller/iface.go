@@ -48,6 +48,10 @@ type Element interface {
 	Text(r Range) ([]uint16, error)
 	// Bounds returns the screen rectangle of r; for a zero-length r, the caret.
 	Bounds(r Range) (Rect, error)
+	// SetSelectedText replaces the selection with text through the element itself
+	// (kAXSelectedTextAttribute). Success means the app took the request; some apps (Chromium,
+	// Electron) apply it a moment later, so the caller polls Selection and Length to see it.
+	SetSelectedText(text string) error
 	// Close releases the element.
 	Close()
 }
@@ -60,16 +64,24 @@ type FocusedField interface {
 	SecureInput() bool
 }
 
-// Overlay shows ghost text. Its methods are called with the controller's lock held, possibly
-// from the event-tap callback on the main thread, so they must not wait for the main thread.
+// Overlay shows ghost text. Its methods are called with the controller's lock held, so they
+// must return at once (hand the work to the main thread, never wait for it).
 type Overlay interface {
 	Show(text string, at Rect, style Style)
 	Hide()
 }
 
-// Inserter types accepted text into the element as if the user had.
-type Inserter interface {
-	Insert(e Element, text string) error
+// Keyboard is how accepted text gets into an element that refuses SetSelectedText. Its methods
+// run on the controller's worker goroutine, never on the event tap's thread.
+type Keyboard interface {
+	// Type posts text as key presses. The controller passes at most TypeChunk UTF-16 units at
+	// a time, never a line break (a Return key sends chat messages and re-indents in editors),
+	// and pauses between chunks so that busy apps neither drop nor reorder them.
+	Type(text string) error
+	// Paste puts text on the pasteboard as a transient item and presses Cmd+V. restore puts the
+	// user's clipboard back; the controller calls it once the paste has landed (or it gives
+	// up waiting), and only when err is nil.
+	Paste(text string) (restore func(), err error)
 }
 
 // Request is what the controller asks the engine for.
