@@ -14,8 +14,10 @@ import (
 const (
 	styleNonactivatingPanel = 1 << 7 // NSWindowStyleMaskNonactivatingPanel
 	statusWindowLevel       = 25     // NSStatusWindowLevel: above full-screen apps' windows
-	ghostAlpha              = 0.55   // of the label colour: readable, clearly not real text
-	minFont, maxFont        = 10, 32 // points, when the caret height suggests a size
+	// The ghost colour cannot follow Laya's own appearance (the host may be a dark editor on a
+	// light system), and AX does not report the host's: a mid grey reads on both white and
+	// black backgrounds (contrast about 4:1 and 5:1) and is clearly not real text.
+	ghostWhite, ghostAlpha = 0.5, 0.9
 )
 
 // overlay is the ghost-text panel: borderless, never key, transparent to the mouse, present on
@@ -42,7 +44,7 @@ func newOverlay() *overlay {
 	panel.Set("becomesKeyOnlyIfNeeded:", true)
 
 	label := cocoa.NSTextField_labelWithString_(core.String(""))
-	label.SetTextColor_(cocoa.NSColor_fromRef(objc.Get("NSColor").Get("labelColor").Send("colorWithAlphaComponent:", ghostAlpha)))
+	label.SetTextColor_(cocoa.NSColor_fromRef(objc.Get("NSColor").Send("colorWithWhite:alpha:", ghostWhite, ghostAlpha)))
 	label.SetDrawsBackground_(false)
 	label.SetBezeled_(false)
 	panel.SetContentView(label)
@@ -50,19 +52,27 @@ func newOverlay() *overlay {
 }
 
 func (o *overlay) Show(text string, at controller.Rect, st controller.Style) {
+	f := controller.GhostFont(st, at.H)
 	onMain(func() {
-		size := st.FontSize
-		if size <= 0 {
-			size = min(max(at.H*0.8, minFont), maxFont)
+		size := core.CGFloat(f.Size)
+		var font cocoa.NSFont
+		switch {
+		case f.Name != "":
+			name := core.String(f.Name)
+			font = cocoa.NSFont_fontWithName_size_(name, size)
+			name.Release()
+		case f.Mono:
+			font = cocoa.NSFont_fromRef(objc.Get("NSFont").Send("monospacedSystemFontOfSize:weight:", float64(f.Size), 0.0))
 		}
-		font := cocoa.NSFont_systemFontOfSize_(core.CGFloat(size))
-		if st.FontName != "" {
-			if f := cocoa.NSFont_fontWithName_size_(core.String(st.FontName), core.CGFloat(size)); f.Pointer() != 0 {
-				font = f
-			}
+		if font.Pointer() == 0 {
+			font = cocoa.NSFont_systemFontOfSize_(size)
 		}
 		o.label.SetFont_(font)
-		o.label.SetStringValue_(core.String(text))
+		// core.String returns an owned (+1) NSString, and this runs for every streamed piece:
+		// release it once the label has copied it (Cocoa's ownership rule for alloc/init).
+		s := core.String(text)
+		o.label.SetStringValue_(s)
+		s.Release()
 		fit := o.label.FittingSize()
 		// Align the first line's top with the caret's top; further lines hang below.
 		o.panel.SetFrameDisplay(core.Rect(at.X, at.Y+at.H-float64(fit.Height), float64(fit.Width), float64(fit.Height)), true)
