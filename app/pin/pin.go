@@ -43,9 +43,23 @@ type Pinned struct {
 	Bytes int64
 }
 
-// Files maps and locks every file, provided their total fits the RLIMIT_MEMLOCK soft limit.
-// On any failure nothing stays locked and the error says why; callers treat it as advisory.
+// MemoryShare is the largest part of physical memory Files locks: wired pages cannot be
+// reclaimed, and a multi-GB model must not wire most of an 8 GB Mac. Weights over the share
+// are not locked at all and page in from the mapping as usual.
+const MemoryShare = 4 // a quarter
+
+// Files maps and locks every file, provided their total fits the RLIMIT_MEMLOCK soft limit and
+// 1/MemoryShare of physical memory. On any failure nothing stays locked and the error says
+// why; callers treat it as advisory.
 func Files(paths []string) (*Pinned, error) {
+	ram, err := physicalMemory()
+	if err != nil {
+		return nil, fmt.Errorf("pin: physical memory unknown: %w", err)
+	}
+	return files(paths, ram/MemoryShare)
+}
+
+func files(paths []string, share uint64) (*Pinned, error) {
 	var total int64
 	for _, p := range paths {
 		st, err := os.Stat(p)
@@ -53,6 +67,9 @@ func Files(paths []string) (*Pinned, error) {
 			return nil, fmt.Errorf("pin: %w", err)
 		}
 		total += st.Size()
+	}
+	if uint64(total) > share {
+		return nil, fmt.Errorf("pin: %d bytes of weights exceed 1/%d of physical memory (%d bytes)", total, MemoryShare, share)
 	}
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(rlimitMemlock, &lim); err != nil {

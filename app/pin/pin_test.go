@@ -74,3 +74,15 @@ func TestFilesOverLimit(t *testing.T) {
 		t.Errorf("over-limit error = %v", err)
 	}
 }
+
+func TestFilesOverMemoryShare(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.gguf")
+	os.WriteFile(path, make([]byte, 8<<10), 0o644)
+	if _, err := files([]string{path}, 4<<10); err == nil || !strings.Contains(err.Error(), "physical memory") {
+		t.Errorf("weights over the memory share: %v", err)
+	}
+	ram, err := physicalMemory()
+	if err != nil || ram < 64<<20 {
+		t.Fatalf("physical memory %d: %v", ram, err)
+	}
+}
