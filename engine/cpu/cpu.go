@@ -40,8 +40,9 @@ type cpuBackend struct {
 	mats  map[*tensor.Tensor]*matrix
 	ropes map[*backend.Rope]*ropeTable
 
-	mm   matmulJob
-	attn attnJob
+	mm    matmulJob
+	attn  attnJob
+	delta deltaJob
 	// quantized names the input whose quantized activations mm holds, so that the matmuls of one
 	// input (q, k and v; gate and up) quantize it once. Every method that writes a buffer clears
 	// it; MatMul only when its output overlaps that input.
