@@ -13,7 +13,6 @@ import (
 	"log"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"time"
 
@@ -31,8 +30,6 @@ import (
 )
 
 func main() {
-	// AppKit must run on the main thread, which is the thread main starts on.
-	runtime.LockOSThread()
 	log.SetPrefix("laya: ")
 	a := newApp()
 	cocoa.TerminateAfterWindowsClose = false
@@ -88,6 +85,8 @@ func newApp() *app {
 // didLaunch runs on the main thread inside applicationDidFinishLaunching. Anything that waits
 // for the main thread (hotkey registration, model loading) is started on goroutines from here.
 func (a *app) didLaunch() {
+	installMainMenu()
+	keepAwake(a.config().Enabled)
 	a.ctl = controller.New(controller.Deps{
 		Fields: axFields{}, Overlay: newOverlay(), Keys: keyboard{}, Engine: a.eng, Observe: a.observe,
 	}, a.config())
@@ -113,11 +112,6 @@ func (a *app) start() {
 			log.Printf("completion server: %v", err)
 		}
 	}()
-	if a.config().LaunchAtLogin {
-		if err := setLaunchAtLogin(true); err != nil {
-			log.Print(err)
-		}
-	}
 	a.loadModel(a.config().Model)
 }
 
@@ -266,6 +260,7 @@ func (a *app) menuAction(it menu.Item) {
 		a.mu.Lock()
 		cfg, warn := a.cfg, a.state.Warning
 		a.mu.Unlock()
+		cfg.LaunchAtLogin = prefs.LoginShown(loginStatus())
 		a.prefs.show(cfg, warn)
 	case menu.Onboarding:
 		a.onboard.show()
@@ -286,22 +281,26 @@ func (a *app) changeConfig(f func(*config.Config)) {
 	a.state.Enabled, a.state.Mode = cfg.Enabled, cfg.Mode
 	a.mu.Unlock()
 	a.ctl.SetConfig(cfg)
+	keepAwake(cfg.Enabled)
 	if err := a.store.Save(cfg); err != nil && !errors.Is(err, config.ErrBadFile) {
 		log.Print(err)
 	}
 	a.refreshMenu()
 }
 
-// savePrefs is the Preferences window's Save: validated by prefs.Form, saved explicitly.
+// savePrefs is the Preferences window's Save: validated by prefs.Form, saved explicitly; main
+// thread. A login-item failure is shown in the menu and never keeps the rest from being saved.
 func (a *app) savePrefs(f prefs.Form) error {
 	old := a.config()
 	cfg, err := f.Apply(old)
 	if err != nil {
 		return err
 	}
-	if cfg.LaunchAtLogin != old.LaunchAtLogin {
+	warning := ""
+	if cfg.LaunchAtLogin != prefs.LoginShown(loginStatus()) {
 		if err := setLaunchAtLogin(cfg.LaunchAtLogin); err != nil {
-			return err
+			log.Print(err)
+			warning = err.Error()
 		}
 	}
 	if err := a.store.SaveExplicit(cfg); err != nil {
@@ -309,9 +308,10 @@ func (a *app) savePrefs(f prefs.Form) error {
 	}
 	a.mu.Lock()
 	a.cfg = cfg
-	a.state.Enabled, a.state.Mode, a.state.Warning = cfg.Enabled, cfg.Mode, ""
+	a.state.Enabled, a.state.Mode, a.state.Warning = cfg.Enabled, cfg.Mode, warning
 	a.mu.Unlock()
 	a.ctl.SetConfig(cfg)
+	keepAwake(cfg.Enabled)
 	if cfg.Hotkey != old.Hotkey {
 		go a.setHotkey(cfg.HotkeySpec())
 	}

@@ -11,13 +11,18 @@ extern void layaHotkeyPressed(unsigned int id);
 
 static EventHandlerRef handler;
 
+// The Carbon Event Manager's rule: a handler returns eventNotHandledErr for events it does not
+// handle, so that the next handler in the chain (another hotkey's, the system's) gets them.
 static OSStatus onHotKey(EventHandlerCallRef next, EventRef ev, void *data) {
+	(void)next;
+	(void)data;
 	EventHotKeyID hk;
 	if (GetEventParameter(ev, kEventParamDirectObject, typeEventHotKeyID, NULL, sizeof hk, NULL, &hk) == noErr &&
 	    hk.signature == 'LAYA') {
 		layaHotkeyPressed(hk.id);
+		return noErr;
 	}
-	return noErr;
+	return eventNotHandledErr;
 }
 
 typedef struct {
