@@ -24,11 +24,39 @@ typedef unsigned long ulong;
 
 // Address spaces are plain memory here; [[attributes]] are ignored by g++ (-Wno-attributes) and
 // read by the binding generator instead.
+//
+// MSL_STRICT is the build of make check-metal (metal/internal/checkmetal), which only
+// type-checks the kernels with clang: device, constant and threadgroup become distinct clang
+// address spaces and thread the default one, so a pointer or reference that crosses address
+// spaces, which Metal rejects, does not compile; constant is also const, as Metal's constant
+// memory is read-only. MSL_AS_COPY(T) declares what Metal allows and C++ would not: copying a
+// plain struct T out of any address space into a thread value (declared only: the strict build
+// is never linked). checkmetal adds it to the kernels' plain structs, the header's own value
+// types carry it here.
 #define kernel
+#define thread
+#ifdef MSL_STRICT
+#define MSL_AS_DEVICE __attribute__((address_space(1)))
+#define MSL_AS_CONSTANT __attribute__((address_space(2)))
+#define MSL_AS_THREADGROUP __attribute__((address_space(3)))
+#define device MSL_AS_DEVICE
+#define constant const MSL_AS_CONSTANT
+#define threadgroup static MSL_AS_THREADGROUP
+#define MSL_AS_COPY(T)                                                                     \
+  T(const T&) = default;                                                                   \
+  T& operator=(const T&) = default;                                                        \
+  T(const MSL_AS_DEVICE T&);                                                               \
+  T(const MSL_AS_CONSTANT T&);                                                             \
+  T(const MSL_AS_THREADGROUP T&);                                                          \
+  T& operator=(const MSL_AS_DEVICE T&);                                                    \
+  T& operator=(const MSL_AS_CONSTANT T&);                                                  \
+  T& operator=(const MSL_AS_THREADGROUP T&);
+#else
 #define device
 #define constant
-#define thread
 #define threadgroup static thread_local
+#define MSL_AS_COPY(T)
+#endif
 
 namespace msl {
 namespace rt {
@@ -62,7 +90,12 @@ T Unpack(uint64_t u) {
 }  // namespace msl
 
 // half is IEEE binary16. Conversions round to nearest even (GCC's _Float16); arithmetic between
-// halves rounds each result to half as the GPU does, mixed arithmetic promotes to float.
+// halves rounds each result to half as the GPU does, mixed arithmetic promotes to float. The
+// strict check uses clang's _Float16 itself, a scalar type like Metal's half, which converts
+// out of any address space.
+#ifdef MSL_STRICT
+typedef _Float16 half;
+#else
 struct half {
   _Float16 v;
   half() = default;
@@ -77,11 +110,13 @@ struct half {
   half& operator+=(half b) { return *this = *this + b; }
   half& operator*=(half b) { return *this = *this * b; }
 };
+#endif
 
 // bfloat keeps the top 16 bits of a float, rounding to nearest even.
 struct bfloat {
   uint16_t bits;
   bfloat() = default;
+  MSL_AS_COPY(bfloat)
   template <class T, class = std::enable_if_t<std::is_arithmetic<T>::value>>
   explicit bfloat(T x) {
     float f = static_cast<float>(x);
@@ -108,15 +143,15 @@ struct vec;
 #define MSL_VEC_OPS(N)                                                              \
   T& operator[](int i) { return (&x)[i]; }                                         \
   const T& operator[](int i) const { return (&x)[i]; }                             \
-  friend vec operator+(vec a, const vec& b) {                                      \
+  friend vec operator+(vec a, vec b) {                                             \
     for (int i = 0; i < N; i++) a[i] += b[i];                                      \
     return a;                                                                      \
   }                                                                                \
-  friend vec operator-(vec a, const vec& b) {                                      \
+  friend vec operator-(vec a, vec b) {                                             \
     for (int i = 0; i < N; i++) a[i] -= b[i];                                      \
     return a;                                                                      \
   }                                                                                \
-  friend vec operator*(vec a, const vec& b) {                                      \
+  friend vec operator*(vec a, vec b) {                                             \
     for (int i = 0; i < N; i++) a[i] *= b[i];                                      \
     return a;                                                                      \
   }                                                                                \
@@ -124,7 +159,7 @@ struct vec;
     for (int i = 0; i < N; i++) a[i] *= s;                                         \
     return a;                                                                      \
   }                                                                                \
-  vec& operator+=(const vec& b) { return *this = *this + b; }                      \
+  vec& operator+=(vec b) { return *this = *this + b; }                             \
   template <class U>                                                               \
   explicit vec(const vec<U, N>& o) {                                               \
     for (int i = 0; i < N; i++) (*this)[i] = static_cast<T>(o[i]);                 \
@@ -134,6 +169,7 @@ template <class T>
 struct vec<T, 2> {
   T x, y;
   vec() = default;
+  MSL_AS_COPY(vec)
   explicit vec(T s) : x(s), y(s) {}
   vec(T a, T b) : x(a), y(b) {}
   MSL_VEC_OPS(2)
@@ -143,6 +179,7 @@ template <class T>
 struct vec<T, 3> {
   T x, y, z;
   vec() = default;
+  MSL_AS_COPY(vec)
   explicit vec(T s) : x(s), y(s), z(s) {}
   vec(T a, T b, T c) : x(a), y(b), z(c) {}
   MSL_VEC_OPS(3)
@@ -152,6 +189,7 @@ template <class T>
 struct vec<T, 4> {
   T x, y, z, w;
   vec() = default;
+  MSL_AS_COPY(vec)
   explicit vec(T s) : x(s), y(s), z(s), w(s) {}
   vec(T a, T b, T c, T d) : x(a), y(b), z(c), w(d) {}
   MSL_VEC_OPS(4)
