@@ -4,7 +4,7 @@
 GO      ?= go
 BIN     := bin/laya
 
-.PHONY: all build demo test test-go test-vscode test-arm64 bench bench-archsimd app check-darwin clean
+.PHONY: all build demo test test-go test-vscode test-arm64 bench bench-archsimd app check-darwin check-metal clean
 
 all: build
 
@@ -16,7 +16,7 @@ demo: build
 	@echo
 	$(BIN) generate --prompt 'for i := 0; i < len(xs); ' --max-tokens 32
 
-test: test-go check-darwin test-vscode
+test: test-go check-darwin check-metal test-vscode
 
 test-go:
 	$(GO) vet ./...
@@ -30,6 +30,11 @@ test-go:
 # GOEXPERIMENT=simd rebuilds the standard library.
 bench-archsimd:
 	GOEXPERIMENT=simd $(GO) test -count=1 -run ArchSIMD -bench ArchSIMD ./engine/cpu/
+
+# Every Metal kernel type-checked by clang as C++14 with Metal's address spaces kept apart
+# (metal/internal/checkmetal); needs clang 15 or later, which .ci/run installs.
+check-metal:
+	$(GO) run ./metal/internal/checkmetal
 
 # The CPU backend's NEON kernels as an arm64 binary under qemu (installs the cross toolchain and
 # qemu-user with apt when missing); CI runs it after `make test`.
