@@ -215,7 +215,8 @@ func TestOpenProbeFixtures(t *testing.T) {
 	if len(ggufs) == 0 {
 		t.Fatal("no parity fixtures in testdata/models")
 	}
-	archOf := map[string]string{"llama": "llama", "llama3": "llama", "qwen2": "qwen2"}
+	archOf := map[string]string{"llama": "llama", "llama3": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
+		"qwen3_5": "qwen3_5", "gemma3": "gemma3", "smollm3": "smollm3", "lfm2": "lfm2"}
 	found := Discover(Locations{Laya: root}, OpenProbe)
 	if len(found) != len(ggufs) {
 		t.Errorf("discovered %d models, want the %d GGUF fixtures", len(found), len(ggufs))
