@@ -7,16 +7,16 @@ import (
 	"github.com/progrium/macdriver/objc"
 )
 
-// Controls and menu items send "perform:" to one target object; the sender's tag selects the
-// Go function. Window controls keep their tags for the app's lifetime; menu items get tags at
-// or above menuTagBase, renumbered on every rebuild.
-const menuTagBase = 1 << 20
+// Controls and menu items send "perform:" to one target object. A window control's tag selects
+// its Go function, for the app's lifetime. Status-menu items all carry menuTag, and their
+// representedObject holds the menu.Item ID, which stays right however often the menu changes.
+const menuTag = 1 << 20
 
 var (
 	actionTarget objc.Object
 	actionSel    = objc.Sel("perform:")
-	fixedActions []func()  // main thread only
-	menuActions  func(int) // current menu's handler, by index
+	fixedActions []func()        // main thread only
+	menuActions  func(id string) // the status menu's handler
 )
 
 func init() {
@@ -24,9 +24,9 @@ func init() {
 	cls.AddMethod("perform:", func(_, sender objc.Object) {
 		tag := int(sender.Get("tag").Int())
 		switch {
-		case tag >= menuTagBase:
+		case tag == menuTag:
 			if menuActions != nil {
-				menuActions(tag - menuTagBase)
+				menuActions(sender.Get("representedObject").String())
 			}
 		case tag > 0 && tag <= len(fixedActions):
 			fixedActions[tag-1]()
