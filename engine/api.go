@@ -15,8 +15,10 @@ import (
 
 // Options configures Load.
 type Options struct {
-	// Backend is "" for the best available (metal when registered and a device exists, else
-	// cpu), "cpu", "metal", or any name registered with RegisterBackend.
+	// Backend is "" for the best available, "cpu", "metal", or any name registered with
+	// RegisterBackend. The best available is metal when it is registered, opens, takes the
+	// model's weights and passes a self-test against the cpu backend on this model (see
+	// SelfTest; the verdict is cached), else cpu. A backend named here runs unchecked.
 	Backend string
 	// Threads is the number of CPU threads; 0 = number of physical cores.
 	Threads int
@@ -34,6 +36,10 @@ type Info struct {
 	Params, WeightBytes int64
 	// Context is the number of positions a session holds.
 	Context int
+	// SelfTest is the verdict on the preferred backend when Backend was "" and one is
+	// registered: why the model runs on the cpu backend, or that the check passed. Nil when no
+	// check ran.
+	SelfTest *SelfTest
 }
 
 // EvalResult is the outcome of Model.Eval over Tokens predicted tokens.
