@@ -210,7 +210,7 @@ func TestRopeInvFreq(t *testing.T) {
 			v.ref(&rc)
 		}
 		want := (&refModel{cfg: rc}).invFreq()
-		got := newRope(c).InvFreq
+		got := newRope(c, c.RopeTheta, c.RopeScale, c.RopeFactors).InvFreq
 		for i := range want {
 			if math.Abs(float64(got[i])-want[i]) > 1e-7*want[i] {
 				t.Errorf("%s: inv freq %d = %g, want %g", v.name, i, got[i], want[i])

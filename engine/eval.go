@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-
-	"github.com/layaapp/laya/engine/backend"
 )
 
 // evalRows bounds how many positions one Eval pass computes logits for, since each row of logits
@@ -31,14 +29,12 @@ func (m *Model) Eval(ctx context.Context, ids []int32, window int) (EvalResult, 
 		}
 	}
 
-	c := m.cfg
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
 		return r, errClosed
 	}
-	cache := m.be.NewKVCache(backend.AttnShape{Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads,
-		HeadDim: c.HeadDim, Context: window})
+	cache := m.be.NewKVCache(m.kvShape(window))
 	dev := m.be.NewBuffer(evalRows * vocab)
 	m.mu.Unlock()
 	logits := make([]float32, evalRows*vocab)

@@ -27,11 +27,14 @@ type Model struct {
 	ctxLen int // positions per session
 	eos    map[int32]bool
 	be     backend.Backend
-	rope   backend.Rope
-	embed  *tensor.Tensor
-	norm   *tensor.Tensor
-	head   *tensor.Tensor
-	layers []layer
+	// rope is the model's rotary embedding, localRope that of Gemma 3's sliding layers.
+	rope, localRope backend.Rope
+	embed           *tensor.Tensor
+	norm            *tensor.Tensor
+	head            *tensor.Tensor
+	layers          []layer
+	// attnLayers is how many layers keep keys and values in the KV cache.
+	attnLayers int
 	// tensors is every weight the forward pass reads, once each, as given to Prepare.
 	tensors []*tensor.Tensor
 
@@ -41,10 +44,22 @@ type Model struct {
 	closed bool
 }
 
+// layer is one decoder layer: a block that mixes positions (its kind), then the MLP.
 type layer struct {
-	attnNorm, ffnNorm *tensor.Tensor
-	wq, wk, wv, wo    *tensor.Tensor
-	bq, bk, bv        *tensor.Tensor // nil unless Config.QKVBias
+	kind weights.LayerKind
+	// attnNorm normalizes the mixer's input, ffnNorm the MLP's; postAttnNorm and postFFNNorm,
+	// when not nil, normalize each block's output before its residual add (Gemma 3).
+	attnNorm, ffnNorm         *tensor.Tensor
+	postAttnNorm, postFFNNorm *tensor.Tensor
+
+	// Attention layers.
+	cacheLayer     int           // the layer's index in the KV cache
+	rope           *backend.Rope // nil: no rotary embedding
+	window         int           // > 0: sliding-window attention
+	wq, wk, wv, wo *tensor.Tensor
+	bq, bk, bv     *tensor.Tensor // nil unless Config.QKVBias
+	qNorm, kNorm   *tensor.Tensor // nil unless Config.QKNorm
+
 	wGate, wUp, wDown *tensor.Tensor
 }
 
@@ -68,7 +83,6 @@ func newActivations(be backend.Backend, c weights.Config, rows int) *activations
 // fails at load with the tensor's name rather than inside a kernel.
 func (m *Model) bindWeights() error {
 	c := m.cfg
-	qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 	var err error
 	get := func(name string, shape ...int) *tensor.Tensor {
 		if err != nil {
@@ -91,23 +105,25 @@ func (m *Model) bindWeights() error {
 	}
 	m.embed = get("model.embed_tokens.weight", c.Vocab, c.Dim)
 	for i := range c.Layers {
+		spec := c.Layer(i)
 		p := fmt.Sprintf("model.layers.%d.", i)
-		l := layer{
-			attnNorm: get(p+"input_layernorm.weight", c.Dim),
-			wq:       get(p+"self_attn.q_proj.weight", qd, c.Dim),
-			wk:       get(p+"self_attn.k_proj.weight", kvd, c.Dim),
-			wv:       get(p+"self_attn.v_proj.weight", kvd, c.Dim),
-			wo:       get(p+"self_attn.o_proj.weight", c.Dim, qd),
-			ffnNorm:  get(p+"post_attention_layernorm.weight", c.Dim),
-			wGate:    get(p+"mlp.gate_proj.weight", c.FFN, c.Dim),
-			wUp:      get(p+"mlp.up_proj.weight", c.FFN, c.Dim),
-			wDown:    get(p+"mlp.down_proj.weight", c.Dim, c.FFN),
+		l := layer{kind: spec.Kind, attnNorm: get(p+"input_layernorm.weight", c.Dim)}
+		switch spec.Kind {
+		case weights.LayerAttention:
+			m.bindAttention(&l, spec, p, get)
+		default:
+			return fmt.Errorf("layer %d: kind %d is not supported", i, spec.Kind)
 		}
-		if c.QKVBias {
-			l.bq = get(p+"self_attn.q_proj.bias", qd)
-			l.bk = get(p+"self_attn.k_proj.bias", kvd)
-			l.bv = get(p+"self_attn.v_proj.bias", kvd)
+		if c.SandwichNorms {
+			l.postAttnNorm = get(p+"post_attention_layernorm.weight", c.Dim)
+			l.ffnNorm = get(p+"pre_feedforward_layernorm.weight", c.Dim)
+			l.postFFNNorm = get(p+"post_feedforward_layernorm.weight", c.Dim)
+		} else {
+			l.ffnNorm = get(p+"post_attention_layernorm.weight", c.Dim)
 		}
+		l.wGate = get(p+"mlp.gate_proj.weight", c.FFN, c.Dim)
+		l.wUp = get(p+"mlp.up_proj.weight", c.FFN, c.Dim)
+		l.wDown = get(p+"mlp.down_proj.weight", c.Dim, c.FFN)
 		m.layers = append(m.layers, l)
 	}
 	m.norm = get("model.norm.weight", c.Dim)
@@ -119,17 +135,50 @@ func (m *Model) bindWeights() error {
 	return err
 }
 
-// newRope computes the rotary inverse frequencies once, applying llama3 scaling exactly as
-// HuggingFace transformers' _compute_llama3_parameters does, or a GGUF file's rope factors.
-func newRope(c weights.Config) backend.Rope {
-	half := c.HeadDim / 2
-	inv := make([]float32, half)
-	s := c.RopeScale
+func (m *Model) bindAttention(l *layer, spec weights.LayerSpec, p string, get func(string, ...int) *tensor.Tensor) {
+	c := m.cfg
+	qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	l.cacheLayer = m.attnLayers
+	m.attnLayers++
+	l.window = spec.Window
+	switch {
+	case spec.NoRope:
+	case spec.LocalRope:
+		l.rope = &m.localRope
+	default:
+		l.rope = &m.rope
+	}
+	l.wq = get(p+"self_attn.q_proj.weight", qd, c.Dim)
+	l.wk = get(p+"self_attn.k_proj.weight", kvd, c.Dim)
+	l.wv = get(p+"self_attn.v_proj.weight", kvd, c.Dim)
+	l.wo = get(p+"self_attn.o_proj.weight", c.Dim, qd)
+	if c.QKVBias {
+		l.bq = get(p+"self_attn.q_proj.bias", qd)
+		l.bk = get(p+"self_attn.k_proj.bias", kvd)
+		l.bv = get(p+"self_attn.v_proj.bias", kvd)
+	}
+	if c.QKNorm {
+		l.qNorm = get(p+"self_attn.q_norm.weight", c.HeadDim)
+		l.kNorm = get(p+"self_attn.k_norm.weight", c.HeadDim)
+	}
+}
+
+// newRope computes the rotary inverse frequencies once for base theta: HuggingFace's default
+// frequencies over the rotated dimensions (all of a head unless Config.RopeDims says fewer),
+// with scaling when given: llama3 scaling exactly as transformers' _compute_llama3_parameters
+// does, linear scaling, or a GGUF file's rope factors.
+func newRope(c weights.Config, theta float64, s weights.RopeScaling, factors []float32) backend.Rope {
+	dims := c.HeadDim
+	if c.RopeDims != 0 {
+		dims = c.RopeDims
+	}
+	inv := make([]float32, dims/2)
 	lowWavelen := float64(s.OriginalMaxPositions) / s.LowFreqFactor
 	highWavelen := float64(s.OriginalMaxPositions) / s.HighFreqFactor
-	for i := range half {
-		f := 1 / math.Pow(c.RopeTheta, float64(2*i)/float64(c.HeadDim))
-		if s.Type == "llama3" {
+	for i := range inv {
+		f := 1 / math.Pow(theta, float64(2*i)/float64(dims))
+		switch s.Type {
+		case "llama3":
 			wavelen := 2 * math.Pi / f
 			switch {
 			case wavelen > lowWavelen:
@@ -138,10 +187,12 @@ func newRope(c weights.Config) backend.Rope {
 				smooth := (float64(s.OriginalMaxPositions)/wavelen - s.LowFreqFactor) / (s.HighFreqFactor - s.LowFreqFactor)
 				f = (1-smooth)*f/s.Factor + smooth*f
 			}
+		case "linear":
+			f /= s.Factor
 		}
-		if c.RopeFactors != nil {
+		if factors != nil {
 			// GGUF's form of llama3 scaling: per-frequency divisors, as llama.cpp applies them.
-			f /= float64(c.RopeFactors[i])
+			f /= float64(factors[i])
 		}
 		inv[i] = float32(f)
 	}
@@ -151,6 +202,13 @@ func newRope(c weights.Config) backend.Rope {
 // errClosed is returned by sessions whose model or self was closed.
 var errClosed = errors.New("engine: model or session closed")
 
+// kvShape is the shape of a KV cache of ctx positions for the model's attention layers.
+func (m *Model) kvShape(ctx int) backend.AttnShape {
+	c := m.cfg
+	return backend.AttnShape{Layers: m.attnLayers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
+		Context: ctx, Scale: c.AttnScale()}
+}
+
 // forward runs ids (at most maxRows) at positions pos.. of cache through the model. The logits of
 // the last row go to logits (len Vocab) or, when all is non-nil, every row's logits are computed
 // into all (rows*Vocab on the backend) and nothing is read back. The caller holds m.mu.
@@ -159,32 +217,28 @@ func (m *Model) forward(cache backend.KVCache, ids []int32, pos int, logits []fl
 		return errClosed
 	}
 	be, a, c := m.be, m.act, m.cfg
-	n, dim, eps := len(ids), c.Dim, float32(c.NormEps)
+	n, dim := len(ids), c.Dim
 
 	be.Embed(a.x, m.embed, ids)
-	for i, l := range m.layers {
-		// Attention block.
-		be.RMSNorm(a.xb, a.x, l.attnNorm, n, eps)
-		be.MatMul(a.q, a.xb, l.wq, l.bq, n)
-		be.MatMul(a.k, a.xb, l.wk, l.bk, n)
-		be.MatMul(a.v, a.xb, l.wv, l.bv, n)
-		be.Rope(a.q, n, c.Heads, pos, &m.rope)
-		be.Rope(a.k, n, c.KVHeads, pos, &m.rope)
-		be.Attention(a.att, a.q, a.k, a.v, cache, i, pos, n)
-		be.MatMul(a.xb, a.att, l.wo, nil, n)
-		be.Add(a.x, a.xb, n*dim)
+	if c.EmbedScale != 0 {
+		be.Scale(a.x, n*dim, c.EmbedScale)
+	}
+	for i := range m.layers {
+		l := &m.layers[i]
+		m.rmsNorm(a.xb, a.x, l.attnNorm, n)
+		switch l.kind {
+		case weights.LayerAttention:
+			m.attention(l, cache, pos, n)
+		}
+		m.residual(l.postAttnNorm, n)
 
-		// Feed-forward block (SwiGLU).
-		be.RMSNorm(a.xb, a.x, l.ffnNorm, n, eps)
-		be.MatMul(a.gate, a.xb, l.wGate, nil, n)
-		be.MatMul(a.up, a.xb, l.wUp, nil, n)
-		be.SiLUMul(a.gate, a.gate, a.up, n*c.FFN)
-		be.MatMul(a.xb, a.gate, l.wDown, nil, n)
-		be.Add(a.x, a.xb, n*dim)
+		m.rmsNorm(a.xb, a.x, l.ffnNorm, n)
+		m.mlp(l, n)
+		m.residual(l.postFFNNorm, n)
 	}
 
 	if all != nil {
-		be.RMSNorm(a.xb, a.x, m.norm, n, eps)
+		m.rmsNorm(a.xb, a.x, m.norm, n)
 		be.MatMul(all, a.xb, m.head, nil, n)
 		return be.Sync()
 	}
@@ -192,7 +246,53 @@ func (m *Model) forward(cache backend.KVCache, ids []int32, pos int, logits []fl
 	if n > 1 {
 		last = be.View(a.x, (n-1)*dim, dim)
 	}
-	be.RMSNorm(a.xb, last, m.norm, 1, eps)
+	m.rmsNorm(a.xb, last, m.norm, 1)
 	be.MatMul(a.logits, a.xb, m.head, nil, 1)
 	return be.Read(logits, a.logits)
+}
+
+func (m *Model) rmsNorm(dst, x backend.Buffer, w *tensor.Tensor, rows int) {
+	m.be.RMSNorm(dst, x, w, rows, float32(m.cfg.NormEps), m.cfg.NormOffset)
+}
+
+// attention is the attention block: a.xb (normalized) to a.xb (projected back to the model
+// width).
+func (m *Model) attention(l *layer, cache backend.KVCache, pos, n int) {
+	be, a, c := m.be, m.act, m.cfg
+	be.MatMul(a.q, a.xb, l.wq, l.bq, n)
+	be.MatMul(a.k, a.xb, l.wk, l.bk, n)
+	be.MatMul(a.v, a.xb, l.wv, l.bv, n)
+	if l.qNorm != nil {
+		m.rmsNorm(a.q, a.q, l.qNorm, n*c.Heads)
+		m.rmsNorm(a.k, a.k, l.kNorm, n*c.KVHeads)
+	}
+	if l.rope != nil {
+		be.Rope(a.q, n, c.Heads, pos, l.rope)
+		be.Rope(a.k, n, c.KVHeads, pos, l.rope)
+	}
+	be.Attention(a.att, a.q, a.k, a.v, cache, l.cacheLayer, pos, n, l.window)
+	be.MatMul(a.xb, a.att, l.wo, nil, n)
+}
+
+// residual adds the block output a.xb to the residual stream a.x, normalizing it first when
+// postNorm is not nil.
+func (m *Model) residual(postNorm *tensor.Tensor, n int) {
+	a := m.act
+	if postNorm != nil {
+		m.rmsNorm(a.xb, a.xb, postNorm, n)
+	}
+	m.be.Add(a.x, a.xb, n*m.cfg.Dim)
+}
+
+// mlp is the gated feed-forward block: a.xb (normalized) to a.xb.
+func (m *Model) mlp(l *layer, n int) {
+	be, a, c := m.be, m.act, m.cfg
+	be.MatMul(a.gate, a.xb, l.wGate, nil, n)
+	be.MatMul(a.up, a.xb, l.wUp, nil, n)
+	if c.Act == weights.GELUTanh {
+		be.GELUMul(a.gate, a.gate, a.up, n*c.FFN)
+	} else {
+		be.SiLUMul(a.gate, a.gate, a.up, n*c.FFN)
+	}
+	be.MatMul(a.xb, a.gate, l.wDown, nil, n)
 }

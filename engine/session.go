@@ -40,8 +40,7 @@ func (m *Model) NewSession() *Session {
 		m.mu.Unlock()
 		return &Session{m: m, closed: true}
 	}
-	cache := m.be.NewKVCache(backend.AttnShape{Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads,
-		HeadDim: c.HeadDim, Context: m.ctxLen})
+	cache := m.be.NewKVCache(m.kvShape(m.ctxLen))
 	m.mu.Unlock()
 	return &Session{
 		m:      m,
@@ -63,7 +62,7 @@ func (s *Session) Len() int {
 // position of every layer.
 func (s *Session) CacheBytes() int64 {
 	c := s.m.cfg
-	return int64(c.Layers) * int64(s.m.ctxLen) * int64(c.KVHeads*c.HeadDim) * 2 * 4
+	return int64(s.m.attnLayers) * int64(s.m.ctxLen) * int64(c.KVHeads*c.HeadDim) * 2 * 4
 }
 
 // Reset empties the cache.

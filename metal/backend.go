@@ -388,7 +388,7 @@ func (b *Backend) reserve(n int) (Arg, bool) {
 }
 
 // RMSNorm records a normalization of rows of x into dst (which may be x).
-func (b *Backend) RMSNorm(dst, x backend.Buffer, w *tensor.Tensor, rows int, eps float32) {
+func (b *Backend) RMSNorm(dst, x backend.Buffer, w *tensor.Tensor, rows int, eps, offset float32) {
 	if w == nil {
 		b.fail(errors.New("metal: rmsnorm: nil weight"))
 		return
@@ -400,13 +400,13 @@ func (b *Backend) RMSNorm(dst, x backend.Buffer, w *tensor.Tensor, rows int, eps
 	if !ok1 || !ok2 || !ok3 || rows <= 0 {
 		return
 	}
-	b.emit(call{op: callOp{kind: callRMSNorm, w: wt, args: [6]Arg{d, s}, rows: rows, n: n, eps: eps}})
+	b.emit(call{op: callOp{kind: callRMSNorm, w: wt, args: [6]Arg{d, s}, rows: rows, n: n, eps: eps, offset: offset}})
 }
 
 func (b *Backend) recordRMSNorm(c *call) {
 	b.barrier()
 	o := &c.op
-	p := mslRMSNormParams{n: uint32(o.n), wDT: o.w.dt, eps: o.eps}
+	p := mslRMSNormParams{n: uint32(o.n), wDT: o.w.dt, eps: o.eps, offset: o.offset}
 	b.pl.encRmsnorm([3]uint32{uint32(o.rows), 1, 1}, [3]uint32{256, 1, 1}, o.args[1], o.w.data, o.args[0], &p)
 }
 
@@ -473,8 +473,8 @@ func (b *Backend) ropeTable(r *backend.Rope) (Arg, bool) {
 	if a, ok := b.ropes[r]; ok {
 		return a, true
 	}
-	if r.HeadDim <= 0 || r.HeadDim%2 != 0 || r.HeadDim > mslAttMaxHeadDim || len(r.InvFreq) != r.HeadDim/2 {
-		b.fail(fmt.Errorf("metal: rope: head dim %d with %d frequencies", r.HeadDim, len(r.InvFreq)))
+	if err := r.Check(); err != nil || r.HeadDim > mslAttMaxHeadDim {
+		b.fail(fmt.Errorf("metal: rope: head dim %d (at most %d) with %d frequencies", r.HeadDim, mslAttMaxHeadDim, len(r.InvFreq)))
 		return Arg{}, false
 	}
 	h, err := b.dev.NewBuffer(4 * len(r.InvFreq))
@@ -507,7 +507,7 @@ func (b *Backend) Rope(x backend.Buffer, rows, heads, pos int, rope *backend.Rop
 		return
 	}
 	b.emit(call{op: callOp{kind: callRope, args: [6]Arg{xa, inv}, rows: rows, heads: heads,
-		headDim: rope.HeadDim, style: ropeStyle(rope.Style)}, pos: pos})
+		headDim: rope.HeadDim, pairs: len(rope.InvFreq), style: ropeStyle(rope.Style)}, pos: pos})
 }
 
 func (b *Backend) recordRope(c *call, write bool) {
@@ -516,25 +516,21 @@ func (b *Backend) recordRope(c *call, write bool) {
 		return
 	}
 	o := &c.op
-	p := mslRopeParams{rows: uint32(o.rows), heads: uint32(o.heads), headDim: uint32(o.headDim), style: o.style}
-	b.pl.encRope(groups1(o.rows*o.heads*o.headDim/2, 256), [3]uint32{256, 1, 1}, o.args[0], o.args[1], c.slot, &p)
+	p := mslRopeParams{rows: uint32(o.rows), heads: uint32(o.heads), headDim: uint32(o.headDim), style: o.style, pairs: uint32(o.pairs)}
+	b.pl.encRope(groups1(o.rows*o.heads*o.pairs, 256), [3]uint32{256, 1, 1}, o.args[0], o.args[1], c.slot, &p)
 	b.lastRope = ropeRecord{index: len(b.pl.ds) - 1, op: *o, pos: c.pos}
 }
 
 // Attention records the cache write of k and v and causal attention of q over the cache.
-func (b *Backend) Attention(out, q, k, v backend.Buffer, cache backend.KVCache, layer, pos, rows int) {
+func (b *Backend) Attention(out, q, k, v backend.Buffer, cache backend.KVCache, layer, pos, rows, window int) {
 	c, ok := cache.(*kvCache)
 	if !ok || c == nil || c.LayerLens == nil {
 		b.fail(fmt.Errorf("metal: attention: cache %T does not belong to the metal backend", cache))
 		return
 	}
 	s := c.shape
-	if layer < 0 || layer >= s.Layers {
-		b.fail(fmt.Errorf("metal: attention: layer %d of a %d-layer cache", layer, s.Layers))
-		return
-	}
-	if rows <= 0 || pos < 0 || pos+rows > s.Context || pos > c.LayerLens[layer] {
-		b.fail(fmt.Errorf("metal: attention: layer %d positions [%d, %d) with %d cached of context %d", layer, pos, pos+rows, c.LayerLens[layer], s.Context))
+	if err := backend.CheckAttention(s, c.LayerLens, layer, pos, rows, window); err != nil {
+		b.fail(fmt.Errorf("metal: %w", err))
 		return
 	}
 	qw, kvw := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
@@ -542,13 +538,14 @@ func (b *Backend) Attention(out, q, k, v backend.Buffer, cache backend.KVCache, 
 	qa, ok2 := b.buf("attention", q, rows*qw)
 	ka, ok3 := b.buf("attention", k, rows*kvw)
 	va, ok4 := b.buf("attention", v, rows*kvw)
-	if !ok1 || !ok2 || !ok3 || !ok4 {
+	if !ok1 || !ok2 || !ok3 || !ok4 || rows == 0 {
 		return
 	}
 	c.LayerLens[layer] = pos + rows
 	layerOff := uint64(layer) * uint64(s.Context) * uint64(kvw) * 4
 	b.emit(call{op: callOp{kind: callAttention, args: [6]Arg{oa, qa, ka, va, {c.k, layerOff}, {c.v, layerOff}},
-		rows: rows, heads: s.Heads, kvHeads: s.KVHeads, headDim: s.HeadDim, cache: c.id}, pos: pos})
+		rows: rows, heads: s.Heads, kvHeads: s.KVHeads, headDim: s.HeadDim, window: window, scale: s.AttnScale(),
+		cache: c.id}, pos: pos})
 }
 
 func (b *Backend) recordAttention(c *call, write bool) {
@@ -559,17 +556,18 @@ func (b *Backend) recordAttention(c *call, write bool) {
 	}
 	o := &c.op
 	oa, qa, ka, va, kc, vc := o.args[0], o.args[1], o.args[2], o.args[3], o.args[4], o.args[5]
+	// Without a rotation, kv_store's pairs cover the head with no rotation pair.
 	kp := mslKVStoreParams{rope: mslRopeParams{rows: uint32(o.rows), heads: uint32(o.kvHeads), headDim: uint32(o.headDim)}}
 	inv := ka
 	// The model rotated k just before: do that rotation while writing the cache.
 	if fused.index == len(b.pl.ds)-1 && fused.op.args[0] == ka && fused.op.rows == o.rows && fused.pos == c.pos &&
 		fused.op.heads == o.kvHeads && fused.op.headDim == o.headDim {
 		b.pl.ds = b.pl.ds[:fused.index]
-		kp.rotate, kp.rope.style, inv = 1, fused.op.style, fused.op.args[1]
+		kp.rotate, kp.rope.style, kp.rope.pairs, inv = 1, fused.op.style, uint32(fused.op.pairs), fused.op.args[1]
 	}
 	b.pl.encKvStore(groups1(o.rows*o.kvHeads*o.headDim/2, 256), [3]uint32{256, 1, 1}, ka, va, inv, kc, vc, c.slot, &kp)
 	ap := mslAttnParams{rows: uint32(o.rows), heads: uint32(o.heads), kvHeads: uint32(o.kvHeads), headDim: uint32(o.headDim),
-		scale: float32(1 / math.Sqrt(float64(o.headDim)))}
+		scale: o.scale, window: uint32(o.window)}
 	if o.rows == 1 {
 		b.pl.encAttention([3]uint32{uint32(o.heads), 1, 1}, [3]uint32{mslAttSimdgroups * mslSimd, 1, 1}, qa, kc, vc, oa, c.slot, &ap)
 		return
@@ -610,6 +608,36 @@ func (b *Backend) recordSiLUMul(c *call) {
 		return
 	}
 	b.pl.encSiluMul(groups1(n, 256), [3]uint32{256, 1, 1}, g, u, d, &mslEltParams{n: uint32(n)})
+}
+
+// GELUMul records dst = gelu(gate)·up (tanh approximation).
+func (b *Backend) GELUMul(dst, gate, up backend.Buffer, n int) {
+	d, ok1 := b.buf("gelumul", dst, n)
+	g, ok2 := b.buf("gelumul", gate, n)
+	u, ok3 := b.buf("gelumul", up, n)
+	if !ok1 || !ok2 || !ok3 || n <= 0 {
+		return
+	}
+	b.emit(call{op: callOp{kind: callGELUMul, args: [6]Arg{d, g, u}, n: n}})
+}
+
+func (b *Backend) recordGELUMul(c *call) {
+	b.barrier()
+	b.pl.encGeluMul(groups1(c.op.n, 256), [3]uint32{256, 1, 1}, c.op.args[1], c.op.args[2], c.op.args[0], &mslEltParams{n: uint32(c.op.n)})
+}
+
+// Scale records x *= s.
+func (b *Backend) Scale(x backend.Buffer, n int, s float32) {
+	xa, ok := b.buf("scale", x, n)
+	if !ok || n <= 0 {
+		return
+	}
+	b.emit(call{op: callOp{kind: callScale, args: [6]Arg{xa}, n: n, scale: s}})
+}
+
+func (b *Backend) recordScale(c *call) {
+	b.barrier()
+	b.pl.encScaleInplace(groups1(c.op.n, 256), [3]uint32{256, 1, 1}, c.op.args[0], &mslScaleParams{n: uint32(c.op.n), s: c.op.scale})
 }
 
 // encMatvecSilu records k, one of the matvec_silu family, which share matvec_silu_f32's

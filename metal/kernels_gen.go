@@ -45,6 +45,8 @@ const (
 	kAttention kernelID = iota
 	kAttentionBlock
 	kSiluMul
+	kGeluMul
+	kScaleInplace
 	kAddInplace
 	kEmbed
 	kMatmul
@@ -78,15 +80,16 @@ const (
 )
 
 // kernelNames are the kernel function names, by kernel id.
-var kernelNames = [...]string{"attention", "attention_block", "silu_mul", "add_inplace", "embed", "matmul", "matvec_f32", "matvec_f16", "matvec_bf16", "matvec_affine4", "matvec_affine8", "matvec_q8_0", "matvec_q4_0", "matvec_q5_0", "matvec_q4_k", "matvec_q5_k", "matvec_q6_k", "matvec_silu_f32", "matvec_silu_f16", "matvec_silu_bf16", "matvec_silu_affine4", "matvec_silu_affine8", "matvec_silu_q8_0", "matvec_silu_q4_0", "matvec_silu_q5_0", "matvec_silu_q4_k", "matvec_silu_q5_k", "matvec_silu_q6_k", "rmsnorm", "rope", "kv_store", "argmax", "topk"}
+var kernelNames = [...]string{"attention", "attention_block", "silu_mul", "gelu_mul", "scale_inplace", "add_inplace", "embed", "matmul", "matvec_f32", "matvec_f16", "matvec_bf16", "matvec_affine4", "matvec_affine8", "matvec_q8_0", "matvec_q4_0", "matvec_q5_0", "matvec_q4_k", "matvec_q5_k", "matvec_q6_k", "matvec_silu_f32", "matvec_silu_f16", "matvec_silu_bf16", "matvec_silu_affine4", "matvec_silu_affine8", "matvec_silu_q8_0", "matvec_silu_q4_0", "matvec_silu_q5_0", "matvec_silu_q4_k", "matvec_silu_q5_k", "matvec_silu_q6_k", "rmsnorm", "rope", "kv_store", "argmax", "topk"}
 
-// mslAttnParams mirrors the kernels' struct AttnParams (5 words).
+// mslAttnParams mirrors the kernels' struct AttnParams (6 words).
 type mslAttnParams struct {
 	rows    uint32
 	heads   uint32
 	kvHeads uint32
 	headDim uint32
 	scale   float32
+	window  uint32
 }
 
 func (s *mslAttnParams) encode(w []uint32) int {
@@ -100,6 +103,8 @@ func (s *mslAttnParams) encode(w []uint32) int {
 	w[n] = s.headDim
 	n++
 	w[n] = math.Float32bits(s.scale)
+	n++
+	w[n] = s.window
 	n++
 	return n
 }
@@ -130,7 +135,7 @@ func (s *mslEmbedParams) encode(w []uint32) int {
 	return n
 }
 
-// mslKVStoreParams mirrors the kernels' struct KVStoreParams (5 words).
+// mslKVStoreParams mirrors the kernels' struct KVStoreParams (6 words).
 type mslKVStoreParams struct {
 	rope   mslRopeParams
 	rotate uint32
@@ -197,11 +202,12 @@ func (s *mslMatVecParams) encode(w []uint32) int {
 	return n
 }
 
-// mslRMSNormParams mirrors the kernels' struct RMSNormParams (3 words).
+// mslRMSNormParams mirrors the kernels' struct RMSNormParams (4 words).
 type mslRMSNormParams struct {
-	n   uint32
-	wDT uint32
-	eps float32
+	n      uint32
+	wDT    uint32
+	eps    float32
+	offset float32
 }
 
 func (s *mslRMSNormParams) encode(w []uint32) int {
@@ -212,15 +218,18 @@ func (s *mslRMSNormParams) encode(w []uint32) int {
 	n++
 	w[n] = math.Float32bits(s.eps)
 	n++
+	w[n] = math.Float32bits(s.offset)
+	n++
 	return n
 }
 
-// mslRopeParams mirrors the kernels' struct RopeParams (4 words).
+// mslRopeParams mirrors the kernels' struct RopeParams (5 words).
 type mslRopeParams struct {
 	rows    uint32
 	heads   uint32
 	headDim uint32
 	style   uint32
+	pairs   uint32
 }
 
 func (s *mslRopeParams) encode(w []uint32) int {
@@ -232,6 +241,23 @@ func (s *mslRopeParams) encode(w []uint32) int {
 	w[n] = s.headDim
 	n++
 	w[n] = s.style
+	n++
+	w[n] = s.pairs
+	n++
+	return n
+}
+
+// mslScaleParams mirrors the kernels' struct ScaleParams (2 words).
+type mslScaleParams struct {
+	n uint32
+	s float32
+}
+
+func (s *mslScaleParams) encode(w []uint32) int {
+	n := 0
+	w[n] = s.n
+	n++
+	w[n] = math.Float32bits(s.s)
 	n++
 	return n
 }
@@ -315,6 +341,24 @@ func (pl *plan) encSiluMul(groups, threads [3]uint32, gate, up, out Arg, p *mslE
 	d.Args[1] = up
 	d.Args[2] = out
 	d.NArgs = 3
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encGeluMul records kernel gelu_mul with buffers gate, up, out at [[buffer(0..2)]] and params at [[buffer(3)]].
+func (pl *plan) encGeluMul(groups, threads [3]uint32, gate, up, out Arg, p *mslEltParams) {
+	d := pl.next(kGeluMul, groups, threads)
+	d.Args[0] = gate
+	d.Args[1] = up
+	d.Args[2] = out
+	d.NArgs = 3
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encScaleInplace records kernel scale_inplace with buffers x at [[buffer(0..0)]] and params at [[buffer(1)]].
+func (pl *plan) encScaleInplace(groups, threads [3]uint32, x Arg, p *mslScaleParams) {
+	d := pl.next(kScaleInplace, groups, threads)
+	d.Args[0] = x
+	d.NArgs = 1
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 

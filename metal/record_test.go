@@ -100,7 +100,7 @@ func newStepModelOn(t testing.TB, dev Device, sh stepShape) *stepModel {
 
 func (m *stepModel) step(pos int) error {
 	m.stepCalls(pos)
-	m.be.RMSNorm(m.h, m.x, m.norm, 1, 1e-5)
+	m.be.RMSNorm(m.h, m.x, m.norm, 1, 1e-5, 0)
 	m.be.MatMul(m.logits, m.h, m.head, nil, 1)
 	return m.be.Sync()
 }
@@ -110,16 +110,16 @@ func (m *stepModel) stepCalls(pos int) {
 	be, sh := m.be, m.shape
 	be.Embed(m.x, m.embed, m.ids)
 	for l := 0; l < sh.layers; l++ {
-		be.RMSNorm(m.h, m.x, m.attnNorm[l], 1, 1e-5)
+		be.RMSNorm(m.h, m.x, m.attnNorm[l], 1, 1e-5, 0)
 		be.MatMul(m.qb, m.h, m.q[l], nil, 1)
 		be.MatMul(m.kb, m.h, m.k[l], nil, 1)
 		be.MatMul(m.vb, m.h, m.v[l], nil, 1)
 		be.Rope(m.qb, 1, sh.heads, pos, m.rope)
 		be.Rope(m.kb, 1, sh.kvHeads, pos, m.rope)
-		be.Attention(m.att, m.qb, m.kb, m.vb, m.cache, l, pos, 1)
+		be.Attention(m.att, m.qb, m.kb, m.vb, m.cache, l, pos, 1, 0)
 		be.MatMul(m.h, m.att, m.o[l], nil, 1)
 		be.Add(m.x, m.h, sh.dim)
-		be.RMSNorm(m.h, m.x, m.ffnNorm[l], 1, 1e-5)
+		be.RMSNorm(m.h, m.x, m.ffnNorm[l], 1, 1e-5, 0)
 		be.MatMul(m.g, m.h, m.gate[l], nil, 1)
 		be.MatMul(m.u, m.h, m.up[l], nil, 1)
 		be.SiLUMul(m.g, m.g, m.u, sh.ffn)
@@ -192,8 +192,8 @@ func TestErrorsSurfaceAtSync(t *testing.T) {
 		"short buffer":      func() { be.MatMul(be.NewBuffer(3), m.h, m.q[0], nil, 1) },
 		"token id":          func() { be.Embed(m.x, m.embed, []int32{256}) },
 		"negative id":       func() { be.Embed(m.x, m.embed, []int32{-1}) },
-		"layer":             func() { be.Attention(m.att, m.qb, m.kb, m.vb, m.cache, 5, 0, 1) },
-		"gap in cache":      func() { be.Attention(m.att, m.qb, m.kb, m.vb, m.cache, 0, 9, 1) },
+		"layer":             func() { be.Attention(m.att, m.qb, m.kb, m.vb, m.cache, 5, 0, 1, 0) },
+		"gap in cache":      func() { be.Attention(m.att, m.qb, m.kb, m.vb, m.cache, 0, 9, 1, 0) },
 		"foreign buffer":    func() { be.Add(m.x, fakeBuffer{}, 1) },
 		"bad view":          func() { be.View(m.x, 100, 100) },
 		"bad rope":          func() { be.Rope(m.qb, 1, 4, 0, &backend.Rope{HeadDim: 32}) },

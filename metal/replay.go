@@ -25,6 +25,8 @@ const (
 	callRope
 	callAttention
 	callSiLUMul
+	callGELUMul
+	callScale
 	callAdd
 	callSelect
 )
@@ -38,7 +40,8 @@ type callOp struct {
 	rows, n, heads, kvHeads int
 	headDim, k              int
 	style                   uint32
-	eps                     float32
+	pairs, window           int
+	eps, offset, scale      float32
 	cache                   uint64 // kvCache.id
 	// rel is the call's position minus the step's first position, so a replayed step keeps the
 	// equal positions that folding Rope into Attention relies on.
@@ -105,6 +108,10 @@ func (b *Backend) record(c *call, write bool) {
 		b.recordAttention(c, write)
 	case callSiLUMul:
 		b.recordSiLUMul(c)
+	case callGELUMul:
+		b.recordGELUMul(c)
+	case callScale:
+		b.recordScale(c)
 	case callAdd:
 		b.recordAdd(c)
 	case callSelect:

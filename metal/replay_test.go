@@ -151,7 +151,7 @@ func TestReplayKeepsFusion(t *testing.T) {
 		m.cache.Truncate(s.pos)
 		before := dev.dispatches
 		b.Rope(m.kb, 1, sh.kvHeads, s.ropePos, m.rope)
-		b.Attention(m.att, m.qb, m.kb, m.vb, m.cache, 0, s.pos, 1)
+		b.Attention(m.att, m.qb, m.kb, m.vb, m.cache, 0, s.pos, 1, 0)
 		if err := b.Sync(); err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,12 @@
 // call as it comes, a GPU backend may record them and submit the step at Sync.
 package backend
 
-import "github.com/layaapp/laya/engine/tensor"
+import (
+	"fmt"
+	"math"
+
+	"github.com/layaapp/laya/engine/tensor"
+)
 
 // Buffer is a backend-owned array of float32 activations.
 type Buffer interface {
@@ -20,9 +25,12 @@ const (
 	RopeInterleaved
 )
 
-// Rope describes rotary position embedding for one model. InvFreq has HeadDim/2 entries (already
-// scaled, e.g. by llama3 rope scaling); the angle for position p and pair i is p*InvFreq[i].
-// A backend may precompute tables from it once; the model passes the same *Rope every call.
+// Rope describes one rotary position embedding of a model. InvFreq has at most HeadDim/2
+// entries (already scaled, e.g. by llama3 rope scaling); the angle for position p and pair i is
+// p*InvFreq[i]. The first 2*len(InvFreq) dimensions of each head rotate and the rest pass
+// through unchanged (partial rotary embedding): with RopeHalf, dimension i pairs with
+// i+len(InvFreq). A backend may precompute tables from it once; the model passes the same *Rope
+// every call.
 type Rope struct {
 	HeadDim int
 	Style   RopeStyle
@@ -34,6 +42,16 @@ type AttnShape struct {
 	Layers, Heads, KVHeads, HeadDim int
 	// Context is the number of positions the cache holds.
 	Context int
+	// Scale multiplies attention scores; 0 means 1/sqrt(HeadDim).
+	Scale float32
+}
+
+// AttnScale is the score factor of attention over a cache of shape s.
+func (s AttnShape) AttnScale() float32 {
+	if s.Scale != 0 {
+		return s.Scale
+	}
+	return float32(1 / math.Sqrt(float64(s.HeadDim)))
 }
 
 // KVCache holds the keys and values of every layer for positions [0, Len()).
@@ -62,19 +80,26 @@ type Backend interface {
 
 	// Embed writes rows of table (dequantized) for each id into dst: [len(ids), cols].
 	Embed(dst Buffer, table *tensor.Tensor, ids []int32)
-	// RMSNorm: dst[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w, for rows of w.Cols() elements.
-	RMSNorm(dst, x Buffer, w *tensor.Tensor, rows int, eps float32)
+	// RMSNorm: dst[r] = x[r] / sqrt(mean(x[r]^2) + eps) * (w + offset), for rows of w.Cols()
+	// elements (offset 1 is Gemma's zero-centred norm; the weights are not copied to add it).
+	RMSNorm(dst, x Buffer, w *tensor.Tensor, rows int, eps, offset float32)
 	// MatMul: dst[r][o] = sum_i x[r][i] * W[o][i] (+ bias[o] when bias is not nil).
 	MatMul(dst, x Buffer, w, bias *tensor.Tensor, rows int)
 	// Rope rotates rows of x, each [heads*HeadDim], where row r is at position pos+r.
 	Rope(x Buffer, rows, heads, pos int, rope *Rope)
 	// Attention stores k and v (rows of [KVHeads*HeadDim], already rotated) at positions
 	// pos..pos+rows-1 of layer, then writes to out (rows of [Heads*HeadDim]) causal attention
-	// of q (rows of [Heads*HeadDim], rotated) over positions [0, pos+r] with scale
-	// 1/sqrt(HeadDim) and grouped-query heads (query head h reads KV head h/(Heads/KVHeads)).
-	Attention(out, q, k, v Buffer, cache KVCache, layer, pos, rows int)
+	// of q (rows of [Heads*HeadDim], rotated) over positions [0, pos+r], or only the last
+	// window of them, (pos+r-window, pos+r], when window > 0 (sliding-window layers read no
+	// older keys). Scores are scaled by the cache shape's AttnScale; heads are grouped (query
+	// head h reads KV head h/(Heads/KVHeads)).
+	Attention(out, q, k, v Buffer, cache KVCache, layer, pos, rows, window int)
 	// SiLUMul: dst[i] = silu(gate[i]) * up[i].
 	SiLUMul(dst, gate, up Buffer, n int)
+	// GELUMul: dst[i] = gelu(gate[i]) * up[i], with GELU's tanh approximation.
+	GELUMul(dst, gate, up Buffer, n int)
+	// Scale: x[i] *= s.
+	Scale(x Buffer, n int, s float32)
 	// Add: dst[i] += x[i].
 	Add(dst, x Buffer, n int)
 	// Read copies the first len(dst) values of src into dst, waiting for pending work.
@@ -102,4 +127,28 @@ func (l LayerLens) Truncate(n int) {
 	for i := range l {
 		l[i] = max(min(l[i], n), 0)
 	}
+}
+
+// Check reports whether r is a rotary embedding backends can apply: an even HeadDim and 1 to
+// HeadDim/2 frequencies.
+func (r *Rope) Check() error {
+	if r.HeadDim <= 0 || r.HeadDim%2 != 0 || len(r.InvFreq) == 0 || len(r.InvFreq) > r.HeadDim/2 {
+		return fmt.Errorf("rope: head dim %d with %d frequencies", r.HeadDim, len(r.InvFreq))
+	}
+	return nil
+}
+
+// CheckAttention is the argument check every backend's Attention makes: layer within the cache
+// of shape s whose layers hold lens positions, positions [pos, pos+rows) within its context and
+// continuing what the layer holds (pos beyond it would leave a gap), and window not negative.
+func CheckAttention(s AttnShape, lens LayerLens, layer, pos, rows, window int) error {
+	switch {
+	case layer < 0 || layer >= s.Layers || layer >= len(lens):
+		return fmt.Errorf("attention: layer %d of a %d-layer cache", layer, s.Layers)
+	case rows < 0 || pos < 0 || pos+rows > s.Context || pos > lens[layer]:
+		return fmt.Errorf("attention: layer %d positions [%d, %d) with %d cached of context %d", layer, pos, pos+rows, lens[layer], s.Context)
+	case window < 0:
+		return fmt.Errorf("attention: window %d", window)
+	}
+	return nil
 }

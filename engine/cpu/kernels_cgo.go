@@ -183,13 +183,13 @@ func (j *matmulJob) runKernel(lo, hi int) {
 		(*C.float)(&j.dst[0]), C.long(m.rows), bias)
 }
 
-func (j *attnJob) run(w, lo, hi int) {
+func (j *attnJob) attend(w int, q, k, v, out []float32, pos, lo, hi int) {
 	if lo >= hi {
 		return
 	}
-	C.laya_attention((*C.float)(&j.q[0]), (*C.float)(&j.k[0]), (*C.float)(&j.v[0]), (*C.float)(&j.out[0]),
+	C.laya_attention((*C.float)(&q[0]), (*C.float)(&k[0]), (*C.float)(&v[0]), (*C.float)(&out[0]),
 		(*C.float)(&j.scores[w][0]), C.int(j.heads), C.int(j.group), C.int(j.hd), C.int(j.kvw),
-		C.int(j.pos), C.int(lo), C.int(hi), C.float(j.scale))
+		C.int(pos), C.int(lo), C.int(hi), C.float(j.scale))
 }
 
 func siluMul(dst, gate, up []float32) {

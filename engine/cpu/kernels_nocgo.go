@@ -28,17 +28,17 @@ func quantizeRows([]float32, int, int, int, int, []uint32, bool, bool, bool, []f
 // runKernel is never reached: kernelKind reports no kernels without cgo.
 func (j *matmulJob) runKernel(lo, hi int) {}
 
-func (j *attnJob) run(w, lo, hi int) {
+func (j *attnJob) attend(w int, qs, ks, vs, out []float32, pos, lo, hi int) {
 	sc := j.scores[w]
 	hd := j.hd
 	for i := lo; i < hi; i++ {
 		r, h := i/j.heads, i%j.heads
 		kvOff := (h / j.group) * hd
-		q := j.q[i*hd : (i+1)*hd]
-		n := j.pos + r + 1
+		q := qs[i*hd : (i+1)*hd]
+		n := pos + r + 1
 		m := float32(math.Inf(-1))
 		for t := range n {
-			s := dot(q, j.k[t*j.kvw+kvOff:t*j.kvw+kvOff+hd]) * j.scale
+			s := dot(q, ks[t*j.kvw+kvOff:t*j.kvw+kvOff+hd]) * j.scale
 			sc[t] = s
 			m = max(m, s)
 		}
@@ -48,12 +48,12 @@ func (j *attnJob) run(w, lo, hi int) {
 			sc[t] = e
 			sum += e
 		}
-		o := j.out[i*hd : (i+1)*hd]
+		o := out[i*hd : (i+1)*hd]
 		clear(o)
 		inv := 1 / sum
 		for t := range n {
 			a := sc[t] * inv
-			v := j.v[t*j.kvw+kvOff : t*j.kvw+kvOff+hd]
+			v := vs[t*j.kvw+kvOff : t*j.kvw+kvOff+hd]
 			for d := range o {
 				o[d] += a * v[d]
 			}

@@ -9,7 +9,7 @@ import (
 	"github.com/layaapp/laya/engine/tensor"
 )
 
-func (c *cpuBackend) RMSNorm(dst, x backend.Buffer, w *tensor.Tensor, rows int, eps float32) {
+func (c *cpuBackend) RMSNorm(dst, x backend.Buffer, w *tensor.Tensor, rows int, eps, offset float32) {
 	c.quantized = quantKey{}
 	if w == nil {
 		c.fail(errors.New("cpu: rmsnorm: nil weight"))
@@ -39,7 +39,7 @@ func (c *cpuBackend) RMSNorm(dst, x backend.Buffer, w *tensor.Tensor, rows int, 
 		}
 		inv := float32(1 / math.Sqrt(ss/float64(n)+float64(eps)))
 		for i, v := range xr {
-			dr[i] = v * inv * wv[i]
+			dr[i] = v * inv * (wv[i] + offset)
 		}
 	}
 }
@@ -54,14 +54,14 @@ type ropeTable struct {
 // ropeFor returns the table for r covering at least n positions, growing it by doubling so a
 // growing context reallocates only a logarithmic number of times.
 func (c *cpuBackend) ropeFor(r *backend.Rope, n int) (*ropeTable, error) {
-	if r.HeadDim <= 0 || r.HeadDim%2 != 0 || len(r.InvFreq) != r.HeadDim/2 {
-		return nil, fmt.Errorf("cpu: rope: head dim %d with %d frequencies", r.HeadDim, len(r.InvFreq))
+	if err := r.Check(); err != nil {
+		return nil, fmt.Errorf("cpu: %w", err)
 	}
 	t := c.ropes[r]
 	if t != nil && t.positions >= n {
 		return t, nil
 	}
-	half := r.HeadDim / 2
+	half := len(r.InvFreq)
 	p := max(n, 1024)
 	if t != nil {
 		p = max(n, 2*t.positions)
@@ -99,6 +99,7 @@ func (c *cpuBackend) Rope(x backend.Buffer, rows, heads, pos int, rope *backend.
 	if !ok {
 		return
 	}
+	// half pairs rotate; a partial rotary embedding leaves dimensions 2*half.. unchanged.
 	half := t.half
 	for r := range rows {
 		cs := t.cos[(pos+r)*half : (pos+r+1)*half]
@@ -112,7 +113,7 @@ func (c *cpuBackend) Rope(x backend.Buffer, rows, heads, pos int, rope *backend.
 					v[2*i+1] = b*cs[i] + a*sn[i]
 				}
 			} else {
-				lo, hi := v[:half], v[half:]
+				lo, hi := v[:half], v[half:2*half]
 				for i := range half {
 					a, b := lo[i], hi[i]
 					lo[i] = a*cs[i] - b*sn[i]
@@ -155,12 +156,31 @@ type attnJob struct {
 	k, v         []float32
 	heads, group int
 	hd, kvw, pos int
+	window       int
 	scale        float32
 	// scores is per-worker scratch of at least Context values.
 	scores [][]float32
 }
 
-func (c *cpuBackend) Attention(out, q, k, v backend.Buffer, cache backend.KVCache, layer, pos, rows int) {
+// run computes items [lo, hi). With a window, each row's keys start at the window's first
+// position, so the kernel sees a shorter cache and does no work for older keys.
+func (j *attnJob) run(w, lo, hi int) {
+	if j.window <= 0 {
+		j.attend(w, j.q, j.k, j.v, j.out, j.pos, lo, hi)
+		return
+	}
+	for lo < hi {
+		r := lo / j.heads
+		end := min(hi, (r+1)*j.heads)
+		first := max(0, j.pos+r+1-j.window)
+		qo, ko := r*j.heads*j.hd, first*j.kvw
+		// As row 0 of a call at position pos+r-first over keys [first, pos+r].
+		j.attend(w, j.q[qo:], j.k[ko:], j.v[ko:], j.out[qo:], j.pos+r-first, lo-r*j.heads, end-r*j.heads)
+		lo = end
+	}
+}
+
+func (c *cpuBackend) Attention(out, q, k, v backend.Buffer, cache backend.KVCache, layer, pos, rows, window int) {
 	c.quantized = quantKey{}
 	kc, ok := cache.(*kvCache)
 	if !ok || kc == nil {
@@ -168,12 +188,8 @@ func (c *cpuBackend) Attention(out, q, k, v backend.Buffer, cache backend.KVCach
 		return
 	}
 	s := kc.shape
-	if layer < 0 || layer >= s.Layers {
-		c.fail(fmt.Errorf("cpu: attention: layer %d of a %d-layer cache", layer, s.Layers))
-		return
-	}
-	if rows < 0 || pos < 0 || pos+rows > s.Context || pos > kc.LayerLens[layer] {
-		c.fail(fmt.Errorf("cpu: attention: layer %d positions [%d, %d) with %d cached of context %d", layer, pos, pos+rows, kc.LayerLens[layer], s.Context))
+	if err := backend.CheckAttention(s, kc.LayerLens, layer, pos, rows, window); err != nil {
+		c.fail(fmt.Errorf("cpu: %w", err))
 		return
 	}
 	qw, kvw := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
@@ -194,9 +210,39 @@ func (c *cpuBackend) Attention(out, q, k, v backend.Buffer, cache backend.KVCach
 		}
 	}
 	j.out, j.q, j.k, j.v = o, qd, kc.k[layer], kc.v[layer]
-	j.heads, j.group, j.hd, j.kvw, j.pos = s.Heads, s.Heads/s.KVHeads, s.HeadDim, kvw, pos
-	j.scale = float32(1 / math.Sqrt(float64(s.HeadDim)))
+	j.heads, j.group, j.hd, j.kvw, j.pos, j.window = s.Heads, s.Heads/s.KVHeads, s.HeadDim, kvw, pos, window
+	j.scale = s.AttnScale()
 	// Later rows see more positions; small chunks keep the causal triangle balanced.
 	items := rows * s.Heads
 	c.pool.parallel(j, items, max(1, items/(8*c.pool.threads)))
+}
+
+// geluMul is dst = gelu(gate)*up with GELU's tanh approximation, as PyTorch's
+// gelu(approximate="tanh") computes it, in float64.
+func geluMul(dst, gate, up []float32) {
+	const c = 0.7978845608028654 // sqrt(2/pi)
+	for i, g := range gate {
+		x := float64(g)
+		dst[i] = float32(0.5*x*(1+math.Tanh(c*(x+0.044715*x*x*x)))) * up[i]
+	}
+}
+
+func (c *cpuBackend) GELUMul(dst, gate, up backend.Buffer, n int) {
+	c.quantized = quantKey{}
+	d, ok1 := c.need("gelumul", dst, n)
+	g, ok2 := c.need("gelumul", gate, n)
+	u, ok3 := c.need("gelumul", up, n)
+	if ok1 && ok2 && ok3 {
+		geluMul(d, g, u)
+	}
+}
+
+func (c *cpuBackend) Scale(x backend.Buffer, n int, s float32) {
+	c.quantized = quantKey{}
+	d, ok := c.need("scale", x, n)
+	if ok {
+		for i := range d {
+			d[i] *= s
+		}
+	}
 }

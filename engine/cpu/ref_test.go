@@ -306,7 +306,7 @@ func TestRMSNorm(t *testing.T) {
 	w := randVec(r, n)
 	x := randVec(r, rows*n)
 	dst := c.NewBuffer(rows * n)
-	c.RMSNorm(dst, bufOf(c, x), f32Tensor("norm", w), rows, 1e-5)
+	c.RMSNorm(dst, bufOf(c, x), f32Tensor("norm", w), rows, 1e-5, 0)
 	got := read(t, c, dst)
 	for row := range rows {
 		var ss float64
@@ -408,7 +408,7 @@ func TestAttentionShapes(t *testing.T) {
 				q, k, v := randVec(r, rows*qw), randVec(r, rows*kvw), randVec(r, rows*kvw)
 				ks, vs = append(ks, k...), append(vs, v...)
 				out := c.NewBuffer(rows * qw)
-				c.Attention(out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, 0, pos, rows)
+				c.Attention(out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, 0, pos, rows, 0)
 				got := read(t, c, out)
 				want := refAttention(q, ks, vs, 4, 2, hd, pos, rows)
 				for i := range want {
@@ -436,7 +436,7 @@ func TestAttentionGQA(t *testing.T) {
 			ks, vs = append(ks, k...), append(vs, v...)
 			for layer := range 2 {
 				out := c.NewBuffer(rows * qw)
-				c.Attention(out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, layer, pos, rows)
+				c.Attention(out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, layer, pos, rows, 0)
 				got := read(t, c, out)
 				want := refAttention(q, ks, vs, 4, 2, 16, pos, rows)
 				for i := range want {
@@ -456,7 +456,7 @@ func TestAttentionGQA(t *testing.T) {
 		q, k, v := randVec(r, qw), randVec(r, kvw), randVec(r, kvw)
 		ks, vs = append(ks, k...), append(vs, v...)
 		out := c.NewBuffer(qw)
-		c.Attention(out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, 0, 4, 1)
+		c.Attention(out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, 0, 4, 1, 0)
 		got := read(t, c, out)
 		want := refAttention(q, ks, vs, 4, 2, 16, 4, 1)
 		for i := range want {
@@ -465,11 +465,11 @@ func TestAttentionGQA(t *testing.T) {
 			}
 		}
 		// Past the context, or leaving a gap, is an error, not a panic.
-		c.Attention(out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, 0, 12, 1)
+		c.Attention(out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, 0, 12, 1, 0)
 		if err := c.Sync(); err == nil {
 			t.Fatal("attention past the context: no error")
 		}
-		c.Attention(out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, 1, 9, 1)
+		c.Attention(out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, 1, 9, 1, 0)
 		if err := c.Sync(); err == nil {
 			t.Fatal("attention leaving a gap: no error")
 		}
@@ -547,7 +547,7 @@ func TestBadInputsDoNotPanic(t *testing.T) {
 	if err := c.Prepare([]*tensor.Tensor{&bad}); err == nil {
 		t.Fatal("prepare with truncated weights: no error")
 	}
-	c.RMSNorm(small, small, f32Tensor("n", make([]float32, 64)), 1, 1e-5)
+	c.RMSNorm(small, small, f32Tensor("n", make([]float32, 64)), 1, 1e-5, 0)
 	if err := c.Sync(); err == nil {
 		t.Fatal("rmsnorm on a short buffer: no error")
 	}
@@ -564,7 +564,7 @@ func TestBadInputsDoNotPanic(t *testing.T) {
 	if err := c.Sync(); err == nil {
 		t.Fatal("kv heads not dividing heads: no error")
 	}
-	c.Attention(small, small, small, small, cache, 0, 0, 1)
+	c.Attention(small, small, small, small, cache, 0, 0, 1, 0)
 	if err := c.Sync(); err == nil {
 		t.Fatal("attention on an invalid cache: no error")
 	}

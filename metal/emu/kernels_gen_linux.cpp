@@ -123,7 +123,7 @@ inline float dequant(Weight wt, device const uchar* w, device const uchar* scale
 }
 #line 1 "metal/kernels/attention.metal"
 // attention.metal: causal attention of query rows over the KV cache with online softmax; query
-// row r sees positions 0..pos+r. The caches are bound at the layer's position 0. pos, the position
+// row r sees positions 0..pos+r (or its last `window` of them). The caches are bound at the layer's position 0. pos, the position
 // of query row 0, is read from device memory (step[0]) rather than the parameters, so a recorded
 // decode plan replays unchanged at every position (see metal/README.md).
 //
@@ -144,7 +144,13 @@ struct AttnParams {
   uint kvHeads;
   uint headDim;
   float scale;
+  uint window;    // > 0: row r sees only positions pos+r-window+1 .. pos+r
 };
+
+// att_first is the first position a query at position last sees.
+inline uint att_first(uint last, uint window) {
+  return window > 0 && last + 1 > window ? last + 1 - window : 0;
+}
 
 kernel void attention(device const float* q [[buffer(0)]], device const float* kcache [[buffer(1)]],
                       device const float* vcache [[buffer(2)]], device float* out [[buffer(3)]],
@@ -166,7 +172,7 @@ kernel void attention(device const float* q [[buffer(0)]], device const float* k
   // -FLT_MAX, not -INFINITY: fast math may assume no infinities. exp(-FLT_MAX - s) is 0.
   float m = -FLT_MAX, l = 0.0f;
   const uint last = step[0];
-  for (uint t0 = sg * SIMD; t0 <= last; t0 += ATT_SIMDGROUPS * SIMD) {
+  for (uint t0 = att_first(last, p.window) + sg * SIMD; t0 <= last; t0 += ATT_SIMDGROUPS * SIMD) {
     const uint n = min(uint(SIMD), last - t0 + 1);  // positions of this chunk, uniform
     const uint t = t0 + min(lane, n - 1);
     device const float* kp = kcache + t * kvStride + kvh * hd;
@@ -232,7 +238,7 @@ kernel void attention_block(device const float* q [[buffer(0)]], device const fl
   const bool valid = r < p.rows;
   // The last position any row of this threadgroup sees, and this row's own.
   const uint lastAll = step[0] + min(r0 + ATB_ROWS, p.rows) - 1;
-  const uint last = step[0] + r;
+  const uint last = step[0] + r, first = att_first(last, p.window);
   float qv[ATT_DIMS_PER_LANE], acc[ATT_DIMS_PER_LANE];
   device const float* qr = q + (min(r, p.rows - 1) * p.heads + h) * hd;
   for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) {
@@ -241,7 +247,8 @@ kernel void attention_block(device const float* q [[buffer(0)]], device const fl
     acc[j] = 0.0f;
   }
   float m = -FLT_MAX, l = 0.0f;
-  for (uint t0 = 0; t0 <= lastAll; t0 += ATB_TILE) {
+  // Row r0 sees the earliest positions of the threadgroup's rows.
+  for (uint t0 = att_first(step[0] + r0, p.window); t0 <= lastAll; t0 += ATB_TILE) {
     for (uint e = tid; e < ATB_TILE * hd; e += ATB_ROWS * SIMD) {
       uint t = t0 + e / hd, d = e % hd;
       bool in = t <= lastAll;
@@ -252,6 +259,7 @@ kernel void attention_block(device const float* q [[buffer(0)]], device const fl
     for (uint i = 0; i < ATB_TILE; i++) {
       uint t = t0 + i;
       if (!valid || t > last) break;
+      if (t < first) continue;
       float dot = 0.0f;
       for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) {
         uint d = lane + SIMD * j;
@@ -277,7 +285,7 @@ kernel void attention_block(device const float* q [[buffer(0)]], device const fl
   }
 }
 #line 1 "metal/kernels/elementwise.metal"
-// elementwise.metal: SiLU·mul, residual add and the embedding lookup.
+// elementwise.metal: SiLU·mul, GELU·mul, scaling, residual add and the embedding lookup.
 
 struct EltParams {
   uint n;
@@ -289,6 +297,26 @@ kernel void silu_mul(device const float* gate [[buffer(0)]], device const float*
   if (i >= p.n) return;
   float g = gate[i];
   out[i] = g / (1.0f + exp(-g)) * up[i];
+}
+
+// gelu_mul uses GELU's tanh approximation (PyTorch's gelu(approximate="tanh")).
+kernel void gelu_mul(device const float* gate [[buffer(0)]], device const float* up [[buffer(1)]],
+                     device float* out [[buffer(2)]], constant EltParams& p [[buffer(3)]],
+                     uint i [[thread_position_in_grid]]) {
+  if (i >= p.n) return;
+  float g = gate[i];
+  out[i] = 0.5f * g * (1.0f + tanh(0.7978845608f * (g + 0.044715f * g * g * g))) * up[i];
+}
+
+struct ScaleParams {
+  uint n;
+  float s;
+};
+
+kernel void scale_inplace(device float* x [[buffer(0)]], constant ScaleParams& p [[buffer(1)]],
+                          uint i [[thread_position_in_grid]]) {
+  if (i >= p.n) return;
+  x[i] *= p.s;
 }
 
 kernel void add_inplace(device float* dst [[buffer(0)]], device const float* x [[buffer(1)]],
@@ -858,6 +886,7 @@ struct RMSNormParams {
   uint n;    // row width
   uint wDT;  // DT_* of the weight
   float eps;
+  float offset;  // added to every weight: 1 for zero-centred (1+w) norms
 };
 
 kernel void rmsnorm(device const float* x [[buffer(0)]], device const uchar* w [[buffer(1)]],
@@ -876,7 +905,7 @@ kernel void rmsnorm(device const float* x [[buffer(0)]], device const uchar* w [
   float total = 0.0f;
   for (uint s = 0; s < nsg; s++) total += partial[s];
   float inv = rsqrt(total / float(p.n) + p.eps);
-  for (uint i = tid; i < p.n; i += ntg) out[i] = x[i] * inv * load_elem(w, i, p.wDT);
+  for (uint i = tid; i < p.n; i += ntg) out[i] = x[i] * inv * (load_elem(w, i, p.wDT) + p.offset);
 }
 #line 1 "metal/kernels/rope.metal"
 // rope.metal: rotary position embedding, alone (queries) or fused with the KV-cache write (keys
@@ -890,23 +919,25 @@ struct RopeParams {
   uint heads;
   uint headDim;
   uint style;    // ROPE_*
+  uint pairs;    // rotated pairs: dimensions 0 .. 2*pairs-1 rotate, the rest pass through
 };
 
-// rope_pair returns the indices, within a head, of rotation pair i.
-inline uint2 rope_pair(uint i, uint headDim, uint style) {
-  return style == ROPE_HALF ? uint2(i, i + headDim / 2) : uint2(2 * i, 2 * i + 1);
+// rope_pair returns the indices, within a head, of pair i of headDim/2: a rotation pair when
+// i < pairs, else two dimensions a partial rotary embedding leaves unchanged.
+inline uint2 rope_pair(uint i, uint pairs, uint style) {
+  return style == ROPE_HALF && i < pairs ? uint2(i, i + pairs) : uint2(2 * i, 2 * i + 1);
 }
 
-// rope rotates x in place; one thread per (row, head, pair).
+// rope rotates x in place; one thread per (row, head, rotation pair).
 kernel void rope(device float* x [[buffer(0)]], device const float* invFreq [[buffer(1)]],
                  device const uint* step [[buffer(2)]], constant RopeParams& p [[buffer(3)]],
                  uint gid [[thread_position_in_grid]]) {
-  uint half_ = p.headDim / 2;
-  if (gid >= p.rows * p.heads * half_) return;
-  uint i = gid % half_, h = (gid / half_) % p.heads, r = gid / (half_ * p.heads);
+  uint np = p.pairs;
+  if (gid >= p.rows * p.heads * np) return;
+  uint i = gid % np, h = (gid / np) % p.heads, r = gid / (np * p.heads);
   float a = float(step[0] + r) * invFreq[i];
   float c = cos(a), s = sin(a);
-  uint2 d = rope_pair(i, p.headDim, p.style);
+  uint2 d = rope_pair(i, np, p.style);
   device float* v = x + (r * p.heads + h) * p.headDim;
   float x0 = v[d.x], x1 = v[d.y];
   v[d.x] = x0 * c - x1 * s;
@@ -920,7 +951,7 @@ struct KVStoreParams {
 
 // kv_store writes rows of k (rotated when p.rotate, and then also back into k, so k holds what
 // a separate rope pass would have left there) and v into the caches (bound at the layer's position 0) at positions pos..;
-// one thread per (row, KV head, pair).
+// one thread per (row, KV head, pair of headDim/2).
 kernel void kv_store(device float* k [[buffer(0)]], device const float* v [[buffer(1)]],
                      device const float* invFreq [[buffer(2)]], device float* kcache [[buffer(3)]],
                      device float* vcache [[buffer(4)]], device const uint* step [[buffer(5)]],
@@ -930,11 +961,11 @@ kernel void kv_store(device float* k [[buffer(0)]], device const float* v [[buff
   uint half_ = rp.headDim / 2;
   if (gid >= rp.rows * rp.heads * half_) return;
   uint i = gid % half_, h = (gid / half_) % rp.heads, r = gid / (half_ * rp.heads);
-  uint2 d = rope_pair(i, rp.headDim, rp.style);
+  uint2 d = rope_pair(i, rp.pairs, rp.style);
   uint src = (r * rp.heads + h) * rp.headDim;
   uint dst = ((step[0] + r) * rp.heads + h) * rp.headDim;
   float x0 = k[src + d.x], x1 = k[src + d.y];
-  if (p.rotate != 0) {
+  if (p.rotate != 0 && i < rp.pairs) {
     float a = float(step[0] + r) * invFreq[i];
     float c = cos(a), s = sin(a);
     float y0 = x0 * c - x1 * s, y1 = x0 * s + x1 * c;
@@ -1075,6 +1106,12 @@ void k_attention_block(void* const* b, const msl::Ids& id) {
 void k_silu_mul(void* const* b, const msl::Ids& id) {
   silu_mul(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<float*>(b[2]), *reinterpret_cast<EltParams*>(b[3]), msl::Attr<uint>(id.tpig));
 }
+void k_gelu_mul(void* const* b, const msl::Ids& id) {
+  gelu_mul(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<float*>(b[2]), *reinterpret_cast<EltParams*>(b[3]), msl::Attr<uint>(id.tpig));
+}
+void k_scale_inplace(void* const* b, const msl::Ids& id) {
+  scale_inplace(reinterpret_cast<float*>(b[0]), *reinterpret_cast<ScaleParams*>(b[1]), msl::Attr<uint>(id.tpig));
+}
 void k_add_inplace(void* const* b, const msl::Ids& id) {
   add_inplace(reinterpret_cast<float*>(b[0]), reinterpret_cast<const float*>(b[1]), *reinterpret_cast<EltParams*>(b[2]), msl::Attr<uint>(id.tpig));
 }
@@ -1171,6 +1208,8 @@ const msl::Kernel emu_kernels[] = {
     k_attention,
     k_attention_block,
     k_silu_mul,
+    k_gelu_mul,
+    k_scale_inplace,
     k_add_inplace,
     k_embed,
     k_matmul,
@@ -1202,4 +1241,4 @@ const msl::Kernel emu_kernels[] = {
     k_argmax,
     k_topk,
 };
-const uint32_t emu_kernel_count = 33;
+const uint32_t emu_kernel_count = 35;

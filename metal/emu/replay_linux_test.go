@@ -84,16 +84,16 @@ func (m *llama) forward(ids []int32, pos int) {
 	be, rows := m.be, len(ids)
 	be.Embed(m.x, m.embed, ids)
 	for l := range llLayers {
-		be.RMSNorm(m.h, m.x, m.an[l], rows, 1e-5)
+		be.RMSNorm(m.h, m.x, m.an[l], rows, 1e-5, 0)
 		be.MatMul(m.qb, m.h, m.q[l], nil, rows)
 		be.MatMul(m.kb, m.h, m.k[l], nil, rows)
 		be.MatMul(m.vb, m.h, m.v[l], nil, rows)
 		be.Rope(m.qb, rows, llHeads, pos, m.rope)
 		be.Rope(m.kb, rows, llKVHeads, pos, m.rope)
-		be.Attention(m.att, m.qb, m.kb, m.vb, m.cache, l, pos, rows)
+		be.Attention(m.att, m.qb, m.kb, m.vb, m.cache, l, pos, rows, 0)
 		be.MatMul(m.h, m.att, m.o[l], nil, rows)
 		be.Add(m.x, m.h, rows*llDim)
-		be.RMSNorm(m.h, m.x, m.fn[l], rows, 1e-5)
+		be.RMSNorm(m.h, m.x, m.fn[l], rows, 1e-5, 0)
 		be.MatMul(m.gb, m.h, m.g[l], nil, rows)
 		be.MatMul(m.ub, m.h, m.u[l], nil, rows)
 		be.SiLUMul(m.gb, m.gb, m.ub, rows*llFFN)
@@ -101,7 +101,7 @@ func (m *llama) forward(ids []int32, pos int) {
 		be.Add(m.x, m.h, rows*llDim)
 	}
 	last := be.View(m.x, (rows-1)*llDim, llDim)
-	be.RMSNorm(m.h, last, m.norm, 1, 1e-5)
+	be.RMSNorm(m.h, last, m.norm, 1, 1e-5, 0)
 	be.MatMul(m.logits, m.h, m.embed, nil, 1)
 }
 

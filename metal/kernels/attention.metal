@@ -1,5 +1,5 @@
 // attention.metal: causal attention of query rows over the KV cache with online softmax; query
-// row r sees positions 0..pos+r. The caches are bound at the layer's position 0. pos, the position
+// row r sees positions 0..pos+r (or its last `window` of them). The caches are bound at the layer's position 0. pos, the position
 // of query row 0, is read from device memory (step[0]) rather than the parameters, so a recorded
 // decode plan replays unchanged at every position (see metal/README.md).
 //
@@ -20,7 +20,13 @@ struct AttnParams {
   uint kvHeads;
   uint headDim;
   float scale;
+  uint window;    // > 0: row r sees only positions pos+r-window+1 .. pos+r
 };
+
+// att_first is the first position a query at position last sees.
+inline uint att_first(uint last, uint window) {
+  return window > 0 && last + 1 > window ? last + 1 - window : 0;
+}
 
 kernel void attention(device const float* q [[buffer(0)]], device const float* kcache [[buffer(1)]],
                       device const float* vcache [[buffer(2)]], device float* out [[buffer(3)]],
@@ -42,7 +48,7 @@ kernel void attention(device const float* q [[buffer(0)]], device const float* k
   // -FLT_MAX, not -INFINITY: fast math may assume no infinities. exp(-FLT_MAX - s) is 0.
   float m = -FLT_MAX, l = 0.0f;
   const uint last = step[0];
-  for (uint t0 = sg * SIMD; t0 <= last; t0 += ATT_SIMDGROUPS * SIMD) {
+  for (uint t0 = att_first(last, p.window) + sg * SIMD; t0 <= last; t0 += ATT_SIMDGROUPS * SIMD) {
     const uint n = min(uint(SIMD), last - t0 + 1);  // positions of this chunk, uniform
     const uint t = t0 + min(lane, n - 1);
     device const float* kp = kcache + t * kvStride + kvh * hd;
@@ -108,7 +114,7 @@ kernel void attention_block(device const float* q [[buffer(0)]], device const fl
   const bool valid = r < p.rows;
   // The last position any row of this threadgroup sees, and this row's own.
   const uint lastAll = step[0] + min(r0 + ATB_ROWS, p.rows) - 1;
-  const uint last = step[0] + r;
+  const uint last = step[0] + r, first = att_first(last, p.window);
   float qv[ATT_DIMS_PER_LANE], acc[ATT_DIMS_PER_LANE];
   device const float* qr = q + (min(r, p.rows - 1) * p.heads + h) * hd;
   for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) {
@@ -117,7 +123,8 @@ kernel void attention_block(device const float* q [[buffer(0)]], device const fl
     acc[j] = 0.0f;
   }
   float m = -FLT_MAX, l = 0.0f;
-  for (uint t0 = 0; t0 <= lastAll; t0 += ATB_TILE) {
+  // Row r0 sees the earliest positions of the threadgroup's rows.
+  for (uint t0 = att_first(step[0] + r0, p.window); t0 <= lastAll; t0 += ATB_TILE) {
     for (uint e = tid; e < ATB_TILE * hd; e += ATB_ROWS * SIMD) {
       uint t = t0 + e / hd, d = e % hd;
       bool in = t <= lastAll;
@@ -128,6 +135,7 @@ kernel void attention_block(device const float* q [[buffer(0)]], device const fl
     for (uint i = 0; i < ATB_TILE; i++) {
       uint t = t0 + i;
       if (!valid || t > last) break;
+      if (t < first) continue;
       float dot = 0.0f;
       for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) {
         uint d = lane + SIMD * j;

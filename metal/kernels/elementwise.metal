@@ -1,4 +1,4 @@
-// elementwise.metal: SiLU·mul, residual add and the embedding lookup.
+// elementwise.metal: SiLU·mul, GELU·mul, scaling, residual add and the embedding lookup.
 
 struct EltParams {
   uint n;
@@ -10,6 +10,26 @@ kernel void silu_mul(device const float* gate [[buffer(0)]], device const float*
   if (i >= p.n) return;
   float g = gate[i];
   out[i] = g / (1.0f + exp(-g)) * up[i];
+}
+
+// gelu_mul uses GELU's tanh approximation (PyTorch's gelu(approximate="tanh")).
+kernel void gelu_mul(device const float* gate [[buffer(0)]], device const float* up [[buffer(1)]],
+                     device float* out [[buffer(2)]], constant EltParams& p [[buffer(3)]],
+                     uint i [[thread_position_in_grid]]) {
+  if (i >= p.n) return;
+  float g = gate[i];
+  out[i] = 0.5f * g * (1.0f + tanh(0.7978845608f * (g + 0.044715f * g * g * g))) * up[i];
+}
+
+struct ScaleParams {
+  uint n;
+  float s;
+};
+
+kernel void scale_inplace(device float* x [[buffer(0)]], constant ScaleParams& p [[buffer(1)]],
+                          uint i [[thread_position_in_grid]]) {
+  if (i >= p.n) return;
+  x[i] *= p.s;
 }
 
 kernel void add_inplace(device float* dst [[buffer(0)]], device const float* x [[buffer(1)]],

@@ -5,6 +5,7 @@ struct RMSNormParams {
   uint n;    // row width
   uint wDT;  // DT_* of the weight
   float eps;
+  float offset;  // added to every weight: 1 for zero-centred (1+w) norms
 };
 
 kernel void rmsnorm(device const float* x [[buffer(0)]], device const uchar* w [[buffer(1)]],
@@ -23,5 +24,5 @@ kernel void rmsnorm(device const float* x [[buffer(0)]], device const uchar* w [
   float total = 0.0f;
   for (uint s = 0; s < nsg; s++) total += partial[s];
   float inv = rsqrt(total / float(p.n) + p.eps);
-  for (uint i = tid; i < p.n; i += ntg) out[i] = x[i] * inv * load_elem(w, i, p.wDT);
+  for (uint i = tid; i < p.n; i += ntg) out[i] = x[i] * inv * (load_elem(w, i, p.wDT) + p.offset);
 }

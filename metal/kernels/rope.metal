@@ -9,23 +9,25 @@ struct RopeParams {
   uint heads;
   uint headDim;
   uint style;    // ROPE_*
+  uint pairs;    // rotated pairs: dimensions 0 .. 2*pairs-1 rotate, the rest pass through
 };
 
-// rope_pair returns the indices, within a head, of rotation pair i.
-inline uint2 rope_pair(uint i, uint headDim, uint style) {
-  return style == ROPE_HALF ? uint2(i, i + headDim / 2) : uint2(2 * i, 2 * i + 1);
+// rope_pair returns the indices, within a head, of pair i of headDim/2: a rotation pair when
+// i < pairs, else two dimensions a partial rotary embedding leaves unchanged.
+inline uint2 rope_pair(uint i, uint pairs, uint style) {
+  return style == ROPE_HALF && i < pairs ? uint2(i, i + pairs) : uint2(2 * i, 2 * i + 1);
 }
 
-// rope rotates x in place; one thread per (row, head, pair).
+// rope rotates x in place; one thread per (row, head, rotation pair).
 kernel void rope(device float* x [[buffer(0)]], device const float* invFreq [[buffer(1)]],
                  device const uint* step [[buffer(2)]], constant RopeParams& p [[buffer(3)]],
                  uint gid [[thread_position_in_grid]]) {
-  uint half_ = p.headDim / 2;
-  if (gid >= p.rows * p.heads * half_) return;
-  uint i = gid % half_, h = (gid / half_) % p.heads, r = gid / (half_ * p.heads);
+  uint np = p.pairs;
+  if (gid >= p.rows * p.heads * np) return;
+  uint i = gid % np, h = (gid / np) % p.heads, r = gid / (np * p.heads);
   float a = float(step[0] + r) * invFreq[i];
   float c = cos(a), s = sin(a);
-  uint2 d = rope_pair(i, p.headDim, p.style);
+  uint2 d = rope_pair(i, np, p.style);
   device float* v = x + (r * p.heads + h) * p.headDim;
   float x0 = v[d.x], x1 = v[d.y];
   v[d.x] = x0 * c - x1 * s;
@@ -39,7 +41,7 @@ struct KVStoreParams {
 
 // kv_store writes rows of k (rotated when p.rotate, and then also back into k, so k holds what
 // a separate rope pass would have left there) and v into the caches (bound at the layer's position 0) at positions pos..;
-// one thread per (row, KV head, pair).
+// one thread per (row, KV head, pair of headDim/2).
 kernel void kv_store(device float* k [[buffer(0)]], device const float* v [[buffer(1)]],
                      device const float* invFreq [[buffer(2)]], device float* kcache [[buffer(3)]],
                      device float* vcache [[buffer(4)]], device const uint* step [[buffer(5)]],
@@ -49,11 +51,11 @@ kernel void kv_store(device float* k [[buffer(0)]], device const float* v [[buff
   uint half_ = rp.headDim / 2;
   if (gid >= rp.rows * rp.heads * half_) return;
   uint i = gid % half_, h = (gid / half_) % rp.heads, r = gid / (half_ * rp.heads);
-  uint2 d = rope_pair(i, rp.headDim, rp.style);
+  uint2 d = rope_pair(i, rp.pairs, rp.style);
   uint src = (r * rp.heads + h) * rp.headDim;
   uint dst = ((step[0] + r) * rp.heads + h) * rp.headDim;
   float x0 = k[src + d.x], x1 = k[src + d.y];
-  if (p.rotate != 0) {
+  if (p.rotate != 0 && i < rp.pairs) {
     float a = float(step[0] + r) * invFreq[i];
     float c = cos(a), s = sin(a);
     float y0 = x0 * c - x1 * s, y1 = x0 * s + x1 * c;

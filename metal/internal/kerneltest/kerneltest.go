@@ -378,12 +378,12 @@ func testRMSNorm(t *testing.T, open Open) {
 			p.prepare(w)
 			x := p.random(3, n)
 			y := p.zeros(3 * n)
-			p.ref.RMSNorm(y.ref, x.ref, w, 3, 1e-5)
-			p.gpu.RMSNorm(y.gpu, x.gpu, w, 3, 1e-5)
+			p.ref.RMSNorm(y.ref, x.ref, w, 3, 1e-5, 0)
+			p.gpu.RMSNorm(y.gpu, x.gpu, w, 3, 1e-5, 0)
 			p.check(fmt.Sprintf("%v n=%d", dt, n), y, 3*n, tol32)
 			// In place, as models normalize the residual stream into itself.
-			p.ref.RMSNorm(x.ref, x.ref, w, 3, 1e-5)
-			p.gpu.RMSNorm(x.gpu, x.gpu, w, 3, 1e-5)
+			p.ref.RMSNorm(x.ref, x.ref, w, 3, 1e-5, 0)
+			p.gpu.RMSNorm(x.gpu, x.gpu, w, 3, 1e-5, 0)
 			p.check(fmt.Sprintf("%v n=%d in place", dt, n), x, 3*n, tol32)
 		}
 	}
@@ -451,8 +451,8 @@ func testAttention(t *testing.T, open Open) {
 						p.gpu.Rope(k.gpu, rows, s.KVHeads, pos, r)
 					}
 					o := p.zeros(rows * qw)
-					p.ref.Attention(o.ref, q.ref, k.ref, v.ref, kr, layer, pos, rows)
-					p.gpu.Attention(o.gpu, q.gpu, k.gpu, v.gpu, kg, layer, pos, rows)
+					p.ref.Attention(o.ref, q.ref, k.ref, v.ref, kr, layer, pos, rows, 0)
+					p.gpu.Attention(o.gpu, q.gpu, k.gpu, v.gpu, kg, layer, pos, rows, 0)
 					name := fmt.Sprintf("%+v style %d step %d layer %d", s, style, step, layer)
 					p.check(name+" out", o, rows*qw, tol32)
 					p.check(name+" k after", k, rows*kvw, tol32)
