@@ -128,11 +128,11 @@ func newPrefsWindow(save func(prefs.Form) error) *prefsWindow {
 func (w *prefsWindow) show(c config.Config, warning string) {
 	f := prefs.FromConfig(c)
 	for _, pf := range w.fields {
-		pf.ctl.SetStringValue_(core.String(*pf.get(&f)))
+		setText(pf.ctl, *pf.get(&f))
 	}
 	w.automatic.SetState_(boolState(f.Automatic))
 	w.login.SetState_(boolState(f.LaunchAtLogin))
-	w.status.SetStringValue_(core.String(warning))
+	setText(w.status, warning)
 	w.win.Center()
 	cocoa.NSApp().ActivateIgnoringOtherApps(true)
 	w.win.MakeKeyAndOrderFront(nil)
@@ -146,11 +146,11 @@ func (w *prefsWindow) onSave() {
 	f.Automatic = w.automatic.State() != 0
 	f.LaunchAtLogin = w.login.State() != 0
 	if err := w.save(f); err != nil {
-		w.status.SetStringValue_(core.String(err.Error()))
+		setText(w.status, err.Error())
 		return
 	}
 	tapRecorder.Store(nil)
-	w.status.SetStringValue_(core.String(""))
+	setText(w.status, "")
 	w.win.OrderOut(nil)
 }
 
@@ -164,11 +164,11 @@ func boolState(on bool) core.NSInteger {
 // record captures the next key combination pressed anywhere into field, through the event
 // tap (so even combinations other apps use reach it). Esc cancels.
 func (w *prefsWindow) record(field cocoa.NSTextField, global bool) {
-	w.status.SetStringValue_(core.String("Press the new shortcut… (Esc cancels)"))
+	setText(w.status, "Press the new shortcut… (Esc cancels)")
 	rec := func(k controller.Key) bool {
 		if k.Code == hotkey.KeyEscape && k.Mods == 0 {
 			tapRecorder.Store(nil)
-			onMain(func() { w.status.SetStringValue_(core.String("")) })
+			onMain(func() { setText(w.status, "") })
 			return true
 		}
 		sp, err := hotkey.FromKey(k.Code, k.Mods)
@@ -177,15 +177,23 @@ func (w *prefsWindow) record(field cocoa.NSTextField, global bool) {
 		}
 		if err != nil {
 			msg := err.Error() + " — try another (Esc cancels)"
-			onMain(func() { w.status.SetStringValue_(core.String(msg)) })
+			onMain(func() { setText(w.status, msg) })
 			return true
 		}
 		tapRecorder.Store(nil)
 		onMain(func() {
-			field.SetStringValue_(core.String(sp.String()))
-			w.status.SetStringValue_(core.String(""))
+			setText(field, sp.String())
+			setText(w.status, "")
 		})
 		return true
 	}
 	tapRecorder.Store(&rec)
+}
+
+// setText sets a text field's string. core.String returns an owned (+1) NSString, which the
+// field copies; releasing it keeps repeated updates from leaking.
+func setText(f cocoa.NSTextField, text string) {
+	ns := core.String(text)
+	f.SetStringValue_(ns)
+	ns.Release()
 }
