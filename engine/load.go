@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
 
 	"github.com/layaapp/laya/engine/backend"
@@ -33,42 +35,53 @@ func registerBackend(name string, open func(Options) (backend.Backend, error)) {
 	backends[name] = open
 }
 
-// openBackend opens the named backend and prepares the weights on it. "" prefers metal and
-// falls back to cpu when metal is not registered, finds no device or cannot take the weights.
+// openBackend opens the named backend ("" is the reference backend) and prepares the weights on
+// it. It runs no self-test: Options.Backend "" with the preferred backend registered goes
+// through Model.openChecked instead.
 func openBackend(opt Options, weights []*tensor.Tensor) (backend.Backend, error) {
+	name := cmp.Or(opt.Backend, referenceBackend)
 	backendsMu.Lock()
-	open, ok := backends[opt.Backend]
-	metal, hasMetal := backends["metal"]
-	cpuOpen := backends["cpu"]
-	names := make([]string, 0, len(backends))
-	for n := range backends {
-		names = append(names, n)
-	}
+	open, ok := backends[name]
+	names := slices.Sorted(maps.Keys(backends))
 	backendsMu.Unlock()
-	try := func(name string, open func(Options) (backend.Backend, error)) (backend.Backend, error) {
-		be, err := open(opt)
-		if err != nil {
-			return nil, fmt.Errorf("backend %s: %w", name, err)
-		}
-		if err := be.Prepare(weights); err != nil {
-			be.Close()
-			return nil, fmt.Errorf("backend %s: %w", name, err)
-		}
-		return be, nil
-	}
-	switch {
-	case opt.Backend == "" && hasMetal:
-		if be, err := try("metal", metal); err == nil {
-			return be, nil
-		}
-		return try("cpu", cpuOpen)
-	case opt.Backend == "":
-		return try("cpu", cpuOpen)
-	case !ok:
-		sort.Strings(names)
+	if !ok {
 		return nil, fmt.Errorf("unknown backend %q (have %v)", opt.Backend, names)
 	}
-	return try(opt.Backend, open)
+	be, err := open(opt)
+	if err != nil {
+		return nil, fmt.Errorf("backend %s: %w", name, err)
+	}
+	if err := be.Prepare(weights); err != nil {
+		be.Close()
+		return nil, fmt.Errorf("backend %s: %w", name, err)
+	}
+	return be, nil
+}
+
+// Backends lists the names of the registered backends, sorted.
+func Backends() []string {
+	backendsMu.Lock()
+	defer backendsMu.Unlock()
+	return slices.Sorted(maps.Keys(backends))
+}
+
+// openModelBackend puts m on the backend opt asks for: by default the preferred one when it is
+// registered, checked against the reference (openChecked), else the reference. It sets m.be
+// and m.act and returns the self-test's verdict, nil when none ran.
+func (m *Model) openModelBackend(opt Options) (*SelfTest, error) {
+	backendsMu.Lock()
+	preferred, hasPreferred := backends[preferredBackend]
+	ref := backends[referenceBackend]
+	backendsMu.Unlock()
+	if opt.Backend == "" && hasPreferred {
+		return m.openChecked(opt, preferred, ref)
+	}
+	be, err := openBackend(opt, m.tensors)
+	if err != nil {
+		return nil, err
+	}
+	m.be, m.act = be, newActivations(be, m.cfg, maxRows)
+	return nil, nil
 }
 
 func load(path string, opt Options) (*Model, error) {
@@ -122,12 +135,10 @@ func newModel(w *weights.Model, opt Options) (*Model, error) {
 	if err := m.bindWeights(); err != nil {
 		return nil, err
 	}
-	be, err := openBackend(opt, m.tensors)
+	check, err := m.openModelBackend(opt)
 	if err != nil {
 		return nil, err
 	}
-	m.be = be
-	m.act = newActivations(be, cfg, maxRows)
 	m.eos = make(map[int32]bool, len(cfg.EOS))
 	for _, id := range cfg.EOS {
 		m.eos[int32(id)] = true
@@ -143,8 +154,8 @@ func newModel(w *weights.Model, opt Options) (*Model, error) {
 			bytes += int64(len(t.Scales.Data) + len(t.Biases.Data))
 		}
 	}
-	m.info = Info{Path: w.Path, Format: w.Format, Arch: cfg.Arch, Backend: be.Name(),
-		Params: params, WeightBytes: bytes, Context: ctx}
+	m.info = Info{Path: w.Path, Format: w.Format, Arch: cfg.Arch, Backend: m.be.Name(),
+		Params: params, WeightBytes: bytes, Context: ctx, SelfTest: check}
 	return m, nil
 }
 
