@@ -30,6 +30,12 @@ type Entry struct {
 	GoodFor  string   `toml:"good_for" json:"good_for"`
 	FIM      bool     `toml:"fim" json:"fim"` // the tokenizer has fill-in-the-middle tokens
 	Speed    []Speed  `toml:"speed" json:"speed"`
+	// Recommended marks the prose model a first run offers when only the bundled code model is
+	// installed (the smallest good base model); at most one entry has it.
+	Recommended bool `toml:"recommended" json:"recommended"`
+	// Unverified says which of the repository and file names could not be checked against the
+	// hub when the entry was written; empty when both were seen there.
+	Unverified string `toml:"unverified" json:"unverified,omitempty"`
 }
 
 // Speed is a decode speed on one kind of Mac. Measured is false for our estimates.
@@ -77,6 +83,7 @@ func ParseCatalog(data []byte) (*Catalog, error) {
 		return nil, errors.New("models: catalog: no [[model]] entries")
 	}
 	seen := map[string]bool{}
+	recommended := ""
 	for i := range doc.Model {
 		e := &doc.Model[i]
 		if e.Revision == "" {
@@ -89,8 +96,24 @@ func ParseCatalog(data []byte) (*Catalog, error) {
 			return nil, fmt.Errorf("models: catalog: duplicate id %q", e.ID)
 		}
 		seen[e.ID] = true
+		if e.Recommended {
+			if recommended != "" {
+				return nil, fmt.Errorf("models: catalog: both %q and %q are recommended", recommended, e.ID)
+			}
+			recommended = e.ID
+		}
 	}
 	return &Catalog{Models: doc.Model}, nil
+}
+
+// Recommended returns the prose model a first run offers, if the catalog names one.
+func (c *Catalog) Recommended() (Entry, bool) {
+	for _, e := range c.Models {
+		if e.Recommended {
+			return e, true
+		}
+	}
+	return Entry{}, false
 }
 
 func (e *Entry) validate() error {

@@ -46,6 +46,42 @@ func TestDefaultCatalog(t *testing.T) {
 	}
 }
 
+// The 2026 families' base models, sized for 8, 16 and 32 GB Macs (issue 21): each is offered
+// under the engine's architecture name, and one small base model is the recommended prose model.
+func TestCatalogBaseModels(t *testing.T) {
+	c, err := DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"qwen3.5-0.8b-base-4bit": "qwen3_5", "qwen3.5-2b-base-4bit": "qwen3_5",
+		"qwen3-0.6b-base-4bit": "qwen3", "qwen3-1.7b-base-4bit": "qwen3",
+		"gemma-3-270m-4bit": "gemma3", "gemma-3-1b-base-4bit": "gemma3",
+		"lfm2.5-1.2b-base-q4km": "lfm2", "smollm3-3b-base-8bit": "smollm3",
+	}
+	for id, arch := range want {
+		e, ok := c.Lookup(id)
+		if !ok {
+			t.Errorf("catalog lacks %s", id)
+			continue
+		}
+		if e.Arch != arch {
+			t.Errorf("%s: arch %q, want %q", id, e.Arch, arch)
+		}
+		if !strings.Contains(strings.ToLower(e.Name), "base") || strings.Contains(strings.ToLower(e.Repo), "instruct") ||
+			strings.Contains(strings.ToLower(e.Repo), "-it-") {
+			t.Errorf("%s: %s (%s) is not named as a base model", id, e.Name, e.Repo)
+		}
+	}
+	r, ok := c.Recommended()
+	if !ok {
+		t.Fatal("no recommended prose model")
+	}
+	if _, ok := want[r.ID]; !ok || r.FIM || r.SizeMB > 1000 {
+		t.Errorf("recommended %s (%d MB, fim %v): want one of the small base models for prose", r.ID, r.SizeMB, r.FIM)
+	}
+}
+
 const goodEntry = `
 [[model]]
 id = "x"
@@ -71,6 +107,8 @@ func TestParseCatalogErrors(t *testing.T) {
 		{"gguf without file", strings.Replace(goodEntry, `"mlx"`, `"gguf"`, 1), "exactly one .gguf"},
 		{"escaping file", goodEntry + `files = ["../../etc/passwd"]` + "\n", "plain relative path"},
 		{"bad speed", goodEntry + "[[model.speed]]\nmac = \"M1\"\ntokens_per_sec = 0\n", "positive tokens_per_sec"},
+		{"two recommended", goodEntry + "recommended = true\n" + strings.Replace(goodEntry, `id = "x"`, `id = "y"`, 1) + "recommended = true\n",
+			`both "x" and "y" are recommended`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
