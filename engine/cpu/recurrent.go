@@ -182,8 +182,10 @@ func (j *deltaJob) head(sc *deltaScratch, h int) {
 	if j.pos == 0 {
 		clear(st)
 	}
-	for r0 := 0; r0 < j.rows; r0 += deltaChunk {
-		n := min(deltaChunk, j.rows-r0)
+	// Chunks start at multiples of deltaChunk positions, so a run resumed from a state kept at
+	// such a position rounds exactly as the run that kept it.
+	for r0, n := 0, 0; r0 < j.rows; r0 += n {
+		n = min(deltaChunk-(j.pos+r0)%deltaChunk, j.rows-r0)
 		j.load(sc, h, r0, n)
 		if n == 1 {
 			j.step(sc, h, r0, st)

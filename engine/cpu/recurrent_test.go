@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/layaapp/laya/engine/backend"
@@ -145,6 +146,13 @@ func TestGatedDeltaForms(t *testing.T) {
 		if d, mag := maxDiff(state, wantState); d > 2e-5*max(mag, 1) {
 			t.Errorf("%s: state differs from the reference by %.3g (magnitude %.3g)", tc.name, d, mag)
 		}
+	}
+	// Chunks are aligned to positions, so a run resumed at a chunk boundary (a session's
+	// snapshot) computes exactly what the run in one call does.
+	whole, wholeState := dc.run(t, c, []int{rows})
+	split, splitState := dc.run(t, c, []int{deltaChunk, rows - deltaChunk})
+	if !slices.Equal(whole, split) || !slices.Equal(wholeState, splitState) {
+		t.Error("a run split at a chunk boundary differs from the run in one call")
 	}
 }
 
