@@ -1,7 +1,8 @@
 // Package server serves the warm completion engine to other processes of the same user over a
 // Unix domain socket: the CLI, shell widgets and editor extensions send newline-delimited JSON
-// requests and get the suggestion streamed back. Optionally it also answers OpenAI-style
-// POST /v1/completions on a loopback TCP port.
+// requests and get the suggestion streamed back. Package server/httpapi serves the same
+// completions over HTTP (OpenAI, llama.cpp and Ollama routes) on a loopback TCP port; both map
+// their requests through Request.Completion and their answers through Final.
 //
 // Protocol: each line a client sends is one JSON object, either a request
 //
@@ -16,15 +17,23 @@
 // "canceled": true or "error": "…" instead when it did not complete. The final text is
 // authoritative: it is "" when the model turned out unsure after pieces were streamed. A line
 // the server cannot accept gets a final frame with "error" (and the id when it could read one).
+//
+// A connection must send its first request within a few seconds of connecting, finish a line it
+// has begun within as long, and is closed after a longer idle time with nothing in flight; a
+// connection beyond the limit gets one final frame with the error and is closed.
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+
+	"github.com/layaapp/laya/complete"
 )
 
 // Request is one line a client sends: a completion request, or a cancellation when Cancel is set.
@@ -55,6 +64,56 @@ type Frame struct {
 	LatencyMS float64         `json:"latency_ms,omitempty"`
 	Logprob   float64         `json:"logprob,omitempty"`
 	Stop      string          `json:"stop,omitempty"`
+}
+
+// Bounds on request fields that cost work per generated token or memory per session.
+const (
+	maxName  = 256
+	maxStops = 16
+)
+
+// Completion checks r's fields and returns the completion request it makes. The error names
+// the field that is out of range. Every endpoint, socket or HTTP, maps requests through it.
+func (r Request) Completion() (complete.Request, error) {
+	switch {
+	case r.MaxTokens < 0:
+		return complete.Request{}, errors.New("max_tokens must not be negative")
+	case r.Temperature < 0:
+		return complete.Request{}, errors.New("temperature must not be negative")
+	case r.TopK < 0:
+		return complete.Request{}, errors.New("top_k must not be negative")
+	case r.TopP < 0 || r.TopP > 1:
+		return complete.Request{}, errors.New("top_p must be between 0 and 1")
+	case len(r.Client) > maxName:
+		return complete.Request{}, fmt.Errorf("client is limited to %d bytes", maxName)
+	case len(r.App) > maxName:
+		return complete.Request{}, fmt.Errorf("app is limited to %d bytes", maxName)
+	case len(r.Stop) > maxStops:
+		return complete.Request{}, fmt.Errorf("stop is limited to %d strings", maxStops)
+	case slices.ContainsFunc(r.Stop, func(s string) bool { return len(s) > maxName }):
+		return complete.Request{}, fmt.Errorf("stop strings are limited to %d bytes", maxName)
+	}
+	return complete.Request{
+		Prefix: r.Prefix, Suffix: r.Suffix, App: r.App, MaxTokens: r.MaxTokens,
+		Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP, Stop: r.Stop,
+	}, nil
+}
+
+// Final is the final frame of request id that ended with sug and err: the suggestion, or
+// Canceled (a canceled or superseded request), or the error.
+func Final(id json.RawMessage, sug complete.Suggestion, err error) Frame {
+	f := Frame{ID: id, Done: true}
+	switch {
+	case err == nil:
+		f.Text, f.Tokens, f.Prompt, f.Reused = sug.Text, sug.Tokens, sug.Prompt, sug.Reused
+		f.LatencyMS = float64(sug.Latency.Microseconds()) / 1000
+		f.Logprob, f.Stop = sug.Logprob, sug.Stop
+	case errors.Is(err, context.Canceled), errors.Is(err, complete.ErrSuperseded):
+		f.Canceled, f.Stop = true, "canceled"
+	default:
+		f.Error = err.Error()
+	}
+	return f
 }
 
 // validID reports whether raw is a JSON string or number, the id forms the protocol allows.

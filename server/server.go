@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -28,19 +27,21 @@ type Completer interface {
 type Options struct {
 	// MaxRequestBytes is the longest request line accepted; 0 = 1 MiB.
 	MaxRequestBytes int
-	// Rate is the sustained requests per second a connection may send, Burst how many at
-	// once; 0 = 50 and 100.
-	Rate  float64
-	Burst int
 	// MaxInFlight is the most unfinished requests per connection; 0 = 8.
 	MaxInFlight int
-	// MaxConns is the most connections served at once; 0 = 256.
+	// MaxConns is the most connections served at once; 0 = 256. At the limit, the connection
+	// idle the longest (nothing in flight) is closed to admit a new one; when none is idle the
+	// new one is answered with an error frame and closed.
 	MaxConns int
+	// ReadTimeout is how long a new connection may take to send its first request, and any
+	// connection to finish a line it has begun; 0 = 5s.
+	ReadTimeout time.Duration
+	// IdleTimeout is how long a connection that has sent requests may wait with nothing in
+	// flight before it is closed; 0 = 60s. Clients reconnect when they need to.
+	IdleTimeout time.Duration
 	// WriteTimeout is how long a write to a client may block before it counts as hung and is
 	// disconnected; 0 = 5s.
 	WriteTimeout time.Duration
-	// ModelName is the model id the OpenAI endpoint reports; "" = "laya".
-	ModelName string
 	// Logf reports connection-level problems; nil discards them.
 	Logf func(format string, args ...any)
 }
@@ -52,7 +53,8 @@ type Server struct {
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
-	conns     map[io.Closer]struct{}
+	conns     map[*conn]struct{}
+	live      int // conns not yet told to close
 	nextConn  uint64
 	closed    bool
 	wg        sync.WaitGroup
@@ -63,31 +65,26 @@ var ErrClosed = errors.New("server: closed")
 
 // New returns a server for c.
 func New(c Completer, opt Options) *Server {
-	if opt.MaxRequestBytes <= 0 {
-		opt.MaxRequestBytes = 1 << 20
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
 	}
-	if opt.Rate <= 0 {
-		opt.Rate = 50
+	def(&opt.MaxRequestBytes, 1<<20)
+	def(&opt.MaxInFlight, 8)
+	def(&opt.MaxConns, 256)
+	defd := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
 	}
-	if opt.Burst <= 0 {
-		opt.Burst = 100
-	}
-	if opt.MaxInFlight <= 0 {
-		opt.MaxInFlight = 8
-	}
-	if opt.MaxConns <= 0 {
-		opt.MaxConns = 256
-	}
-	if opt.WriteTimeout <= 0 {
-		opt.WriteTimeout = 5 * time.Second
-	}
-	if opt.ModelName == "" {
-		opt.ModelName = "laya"
-	}
+	defd(&opt.ReadTimeout, 5*time.Second)
+	defd(&opt.IdleTimeout, 60*time.Second)
+	defd(&opt.WriteTimeout, 5*time.Second)
 	if opt.Logf == nil {
 		opt.Logf = func(string, ...any) {}
 	}
-	return &Server{c: c, opt: opt, listeners: map[net.Listener]struct{}{}, conns: map[io.Closer]struct{}{}}
+	return &Server{c: c, opt: opt, listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}}
 }
 
 // Listen creates the Unix socket at path for Serve: its directory is made private (0700) if
@@ -124,10 +121,6 @@ func Listen(path string) (net.Listener, error) {
 // Serve accepts protocol connections on l until Close, which makes it return ErrClosed.
 // Connections on a Unix socket from another user are refused.
 func (s *Server) Serve(l net.Listener) error {
-	return s.serve(l, func(nc net.Conn, id uint64) { s.serveConn(nc, id) })
-}
-
-func (s *Server) serve(l net.Listener, handle func(net.Conn, uint64)) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -160,32 +153,67 @@ func (s *Server) serve(l net.Listener, handle func(net.Conn, uint64)) error {
 		}
 		backoff = 0
 		if uc, ok := nc.(*net.UnixConn); ok {
-			if uid, err := peerUID(uc); err != nil || uid != os.Getuid() {
-				s.opt.Logf("server: refused a connection from uid %d (%v)", uid, err)
+			if uid, err := peerUID(uc); err != nil {
+				s.opt.Logf("server: refused a connection: %v", err)
+				nc.Close()
+				continue
+			} else if uid != os.Getuid() {
+				s.opt.Logf("server: refused a connection from uid %d", uid)
 				nc.Close()
 				continue
 			}
 		}
-		s.mu.Lock()
-		if s.closed || len(s.conns) >= s.opt.MaxConns {
-			s.mu.Unlock()
-			writeFrameNow(nc, Frame{Done: true, Error: "too many connections"}, s.opt.WriteTimeout)
+		c := s.admit(nc)
+		if c == nil {
+			writeFrameNow(nc, Frame{Done: true, Error: fmt.Sprintf("server: too many connections (%d) with requests in flight; try again", s.opt.MaxConns)}, s.opt.WriteTimeout)
 			nc.Close()
 			continue
 		}
-		s.nextConn++
-		id := s.nextConn
-		s.conns[nc] = struct{}{}
-		s.wg.Add(1)
-		s.mu.Unlock()
 		go func() {
 			defer s.wg.Done()
-			handle(nc, id)
+			c.serve()
 			s.mu.Lock()
-			delete(s.conns, nc)
+			delete(s.conns, c)
+			if !c.evicted {
+				s.live--
+			}
 			s.mu.Unlock()
 		}()
 	}
+}
+
+// admit registers a connection, making room at the limit by closing the connection idle the
+// longest, or returns nil when every connection has requests in flight.
+func (s *Server) admit(nc net.Conn) *conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	if s.live >= s.opt.MaxConns {
+		var oldest *conn
+		var since int64
+		for c := range s.conns {
+			if c.evicted {
+				continue
+			}
+			if t, idle := c.idleSince(); idle && (oldest == nil || t < since) {
+				oldest, since = c, t
+			}
+		}
+		if oldest == nil {
+			return nil
+		}
+		oldest.evicted = true
+		s.live--
+		oldest.nc.Close()
+	}
+	s.nextConn++
+	c := newConn(s, nc, s.nextConn)
+	s.conns[c] = struct{}{}
+	s.live++
+	s.wg.Add(1)
+	return c
 }
 
 // Close stops the listeners, disconnects every client (canceling their requests) and waits
@@ -197,7 +225,7 @@ func (s *Server) Close() error {
 		l.Close()
 	}
 	for c := range s.conns {
-		c.Close()
+		c.nc.Close()
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
@@ -279,47 +307,87 @@ func (o *outbox) finish() {
 
 // conn is one protocol connection.
 type conn struct {
-	s      *Server
-	client string // session key for requests that name no client
-	out    *outbox
-	reqs   sync.WaitGroup
-	bucket bucket
+	s       *Server
+	nc      net.Conn
+	client  string // session key for requests that name no client
+	out     *outbox
+	reqs    sync.WaitGroup
+	evicted bool // closed to make room; guarded by s.mu
 
 	mu       sync.Mutex
 	inflight map[string]context.CancelFunc
+	active   int64 // unix nanoseconds when the last request ended or the connection opened
 }
 
-func (s *Server) serveConn(nc net.Conn, id uint64) {
-	c := &conn{
-		s: s, client: "conn:" + strconv.FormatUint(id, 10),
+func newConn(s *Server, nc net.Conn, id uint64) *conn {
+	return &conn{
+		s: s, nc: nc, client: "conn:" + strconv.FormatUint(id, 10),
 		out:      newOutbox(nc, s.opt.WriteTimeout, s.opt.Logf),
-		bucket:   newBucket(s.opt),
 		inflight: map[string]context.CancelFunc{},
+		active:   time.Now().UnixNano(),
 	}
-	r := bufio.NewReaderSize(nc, 64<<10)
+}
+
+// idleSince reports since when c has had nothing in flight, and whether that is now.
+func (c *conn) idleSince() (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.active, len(c.inflight) == 0
+}
+
+func (c *conn) serve() {
+	s := c.s
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	var partial []byte // a line begun before a read timed out with requests in flight
+	requests := 0
 	for {
-		line, tooBig, err := readLine(r, s.opt.MaxRequestBytes)
+		// A new connection or a begun line gets ReadTimeout; one between requests IdleTimeout
+		// from when its last request ended, or from now while some are in flight.
+		deadline := time.Now().Add(s.opt.ReadTimeout)
+		between := requests > 0 && len(partial) == 0 && r.Buffered() == 0
+		if between {
+			since, idle := c.idleSince()
+			deadline = time.Now().Add(s.opt.IdleTimeout)
+			if idle {
+				deadline = time.Unix(0, since).Add(s.opt.IdleTimeout)
+			}
+		}
+		c.nc.SetReadDeadline(deadline)
+		line, tooBig, err := readLine(r, s.opt.MaxRequestBytes, partial)
+		partial = nil
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// Waiting for answers is not idle, nor is a request that ended after the deadline
+			// was set.
+			since, idle := c.idleSince()
+			if !idle || (between && len(line) == 0 && time.Since(time.Unix(0, since)) < s.opt.IdleTimeout) {
+				partial = line
+				continue
+			}
+			c.out.drop(err)
+			break
+		}
 		if tooBig {
 			c.send(Frame{Done: true, Error: fmt.Sprintf("request larger than %d bytes", s.opt.MaxRequestBytes)})
 		} else if len(bytes.TrimSpace(line)) > 0 {
+			requests++
 			c.handle(line)
 		}
 		if err == io.EOF {
 			break // the client is done sending: answer what is in flight, then hang up
 		}
 		if err != nil {
-			c.out.drop(err) // closed by Close, or the connection broke: stop its requests
+			c.out.drop(err) // closed by Close or to make room, or the connection broke
 			break
 		}
 	}
 	c.reqs.Wait()
 	c.out.finish()
-	nc.Close()
+	c.nc.Close()
 }
 
-// readLine reads one line of at most max bytes (without its newline). A longer line is
-// consumed and reported as tooBig.
-func readLine(r *bufio.Reader, max int) (line []byte, tooBig bool, err error) {
+// readLine reads one line of at most max bytes (without its newline), continuing line, the
+// start of it read before. A longer line is consumed and reported as tooBig.
+func readLine(r *bufio.Reader, max int, line []byte) (_ []byte, tooBig bool, err error) {
 	for {
 		frag, err := r.ReadSlice('\n')
 		if !tooBig {
@@ -347,24 +415,6 @@ func (c *conn) send(f Frame) {
 	c.out.put(append(b, '\n'))
 }
 
-// Bounds on request fields that cost work per generated token or memory per session.
-const (
-	maxName  = 256
-	maxStops = 16
-)
-
-// fieldsError says how a request's client (session key), app and stop strings exceed those
-// bounds, or is "" when they do not. Both endpoints apply it.
-func fieldsError(client, app string, stop []string) string {
-	switch {
-	case len(client) > maxName, len(app) > maxName, len(stop) > maxStops:
-		return fmt.Sprintf("client and app are limited to %d bytes, stop to %d strings", maxName, maxStops)
-	case slices.ContainsFunc(stop, func(s string) bool { return len(s) > maxName }):
-		return fmt.Sprintf("stop strings are limited to %d bytes", maxName)
-	}
-	return ""
-}
-
 func (c *conn) handle(line []byte) {
 	var r Request
 	if err := json.Unmarshal(line, &r); err != nil {
@@ -390,18 +440,9 @@ func (c *conn) handle(line []byte) {
 		return
 	}
 	fail := func(msg string) { c.send(Frame{ID: r.ID, Done: true, Error: msg}) }
-	switch {
-	case r.MaxTokens < 0:
-		fail("max_tokens must not be negative")
-		return
-	case r.Temperature < 0, r.TopK < 0, r.TopP < 0 || r.TopP > 1:
-		fail("temperature, top_k and top_p must be in range")
-		return
-	case fieldsError(r.Client, r.App, r.Stop) != "":
-		fail(fieldsError(r.Client, r.App, r.Stop))
-		return
-	case !c.bucket.take(time.Now()):
-		fail("rate limit exceeded")
+	req, err := r.Completion()
+	if err != nil {
+		fail(err.Error())
 		return
 	}
 	key := string(r.ID)
@@ -426,10 +467,6 @@ func (c *conn) handle(line []byte) {
 	if r.Client != "" {
 		client = "client:" + r.Client
 	}
-	req := complete.Request{
-		Prefix: r.Prefix, Suffix: r.Suffix, App: r.App, MaxTokens: r.MaxTokens,
-		Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP, Stop: r.Stop,
-	}
 	c.reqs.Add(1)
 	go func() {
 		defer c.reqs.Done()
@@ -438,39 +475,9 @@ func (c *conn) handle(line []byte) {
 		})
 		c.mu.Lock()
 		delete(c.inflight, key)
+		c.active = time.Now().UnixNano()
 		c.mu.Unlock()
 		cancel()
-		f := Frame{ID: r.ID, Done: true}
-		switch {
-		case err == nil:
-			f.Text, f.Tokens, f.Prompt, f.Reused = sug.Text, sug.Tokens, sug.Prompt, sug.Reused
-			f.LatencyMS = float64(sug.Latency.Microseconds()) / 1000
-			f.Logprob, f.Stop = sug.Logprob, sug.Stop
-		case errors.Is(err, context.Canceled), errors.Is(err, complete.ErrSuperseded):
-			f.Canceled, f.Stop = true, "canceled"
-		default:
-			f.Error = err.Error()
-		}
-		c.send(f)
+		c.send(Final(r.ID, sug, err))
 	}()
-}
-
-// bucket is a token-bucket rate limiter.
-type bucket struct {
-	rate, burst, tokens float64
-	last                time.Time
-}
-
-func newBucket(opt Options) bucket {
-	return bucket{rate: opt.Rate, burst: float64(opt.Burst), tokens: float64(opt.Burst), last: time.Now()}
-}
-
-func (b *bucket) take(now time.Time) bool {
-	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
-	b.last = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
 }

@@ -180,10 +180,12 @@ func TestMalformedAndOversized(t *testing.T) {
 		{`{"id":"","prefix":"a"}` + "\n", "", `needs an "id"`},
 		{`{"id":7,"prefix":"a","max_tokens":-1}` + "\n", "7", "max_tokens"},
 		{`{"id":"t","prefix":"a","temperature":"hot"}` + "\n", `"t"`, "malformed request"},
-		{`{"id":"p","prefix":"a","top_p":1.5}` + "\n", `"p"`, "in range"},
+		{`{"id":"p","prefix":"a","top_p":1.5}` + "\n", `"p"`, "top_p must be between 0 and 1"},
+		{`{"id":"k","prefix":"a","top_k":-1}` + "\n", `"k"`, "top_k"},
+		{`{"id":"a","prefix":"a","app":"` + strings.Repeat("x", 300) + `"}` + "\n", `"a"`, "app is limited to 256 bytes"},
 		{`{"id":"s","prefix":"a","stop":["1","2","3","4","5","6","7","8","9","10","11","12","13","14","15","16","17"]}` + "\n", `"s"`, "16 strings"},
 		{`{"id":"l","prefix":"a","stop":["` + strings.Repeat("x", 300) + `"]}` + "\n", `"l"`, "limited to 256 bytes"},
-		{`{"id":"c","prefix":"a","client":"` + strings.Repeat("x", 300) + `"}` + "\n", `"c"`, "limited to 256 bytes"},
+		{`{"id":"c","prefix":"a","client":"` + strings.Repeat("x", 300) + `"}` + "\n", `"c"`, "client is limited to 256 bytes"},
 		{`{"id":"big","prefix":"` + strings.Repeat("x", 2000) + `"}` + "\n", "", "larger than 1000 bytes"},
 		{`{"id":"big2","prefix":"` + strings.Repeat("x", 200000) + `"}` + "\n", "", "larger than 1000 bytes"},
 	}
@@ -242,7 +244,7 @@ func TestCancel(t *testing.T) {
 
 func TestManyClients(t *testing.T) {
 	const clients, requests = 50, 200
-	_, path := startServer(t, &echo{}, Options{Rate: 1e6, Burst: 1e6})
+	_, path := startServer(t, &echo{}, Options{})
 	var wg sync.WaitGroup
 	var bad atomic.Int64
 	for i := range clients {
@@ -273,7 +275,7 @@ func TestManyClients(t *testing.T) {
 
 func TestLimits(t *testing.T) {
 	e := &echo{delay: 20 * time.Millisecond}
-	_, path := startServer(t, e, Options{Rate: 0.001, Burst: 3, MaxInFlight: 1})
+	_, path := startServer(t, e, Options{MaxInFlight: 1})
 	r := dialRaw(t, path)
 	r.send(`{"id":1,"prefix":"aaaa"}` + "\n" + `{"id":2,"prefix":"b"}` + "\n" + `{"id":1,"prefix":"c"}` + "\n")
 	errs := map[string]string{}
@@ -290,9 +292,72 @@ func TestLimits(t *testing.T) {
 	if f, _ := r.final(); f.Text != "<aaaa>" {
 		t.Errorf("first request: %+v", f)
 	}
-	r.send(`{"id":3,"prefix":"d"}` + "\n") // the bucket of 3 is empty
-	if f := r.frame(); !strings.Contains(f.Error, "rate limit") {
-		t.Errorf("over the rate: %+v", f)
+}
+
+// Idle connections, however many, do not lock the owner out: at the limit the one idle the
+// longest makes room, and connections that send nothing are closed after ReadTimeout.
+func TestIdleConnectionsDoNotLockOut(t *testing.T) {
+	const max = 8
+	_, path := startServer(t, &echo{}, Options{MaxConns: max, ReadTimeout: 300 * time.Millisecond, IdleTimeout: time.Hour})
+	var idle []net.Conn
+	for range 3 * max {
+		nc, err := net.Dial("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		idle = append(idle, nc)
+	}
+	t0 := time.Now()
+	c := dial(t, path)
+	if f, err := c.Complete(context.Background(), Request{Prefix: "owner"}, nil); err != nil || f.Text != "<owner>" {
+		t.Fatalf("the owner's request with %d idle connections open: %+v %v", len(idle), f, err)
+	}
+	if d := time.Since(t0); d > 250*time.Millisecond {
+		t.Errorf("the owner waited %v for idle connections to time out", d)
+	}
+	// The idle ones that were not closed to make room are closed after ReadTimeout.
+	buf := make([]byte, 1)
+	for i, nc := range idle {
+		nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := nc.Read(buf); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("idle connection %d: read %v, want it closed by the server", i, err)
+		}
+	}
+}
+
+// With every connection busy, one over the limit gets the server's error, not a reset.
+func TestOverLimitGetsError(t *testing.T) {
+	e := &echo{delay: 50 * time.Millisecond}
+	_, path := startServer(t, e, Options{MaxConns: 2})
+	for i := range 2 {
+		r := dialRaw(t, path)
+		r.send(fmt.Sprintf(`{"id":%d,"prefix":"%s"}`+"\n", i, strings.Repeat("x", 100)))
+		r.frame() // streaming: the request is in flight
+	}
+	r := dialRaw(t, path)
+	if f := r.frame(); !f.Done || !strings.Contains(f.Error, "too many connections") {
+		t.Errorf("over the limit: %+v, want a final frame saying too many connections", f)
+	}
+}
+
+// A connection that has sent requests stays open while they run, however long, and closes
+// after IdleTimeout once they are done.
+func TestIdleTimeoutWaitsForRequests(t *testing.T) {
+	e := &echo{delay: 40 * time.Millisecond}
+	_, path := startServer(t, e, Options{ReadTimeout: 100 * time.Millisecond, IdleTimeout: 200 * time.Millisecond})
+	r := dialRaw(t, path)
+	r.send(`{"id":1,"prefix":"abcdefghij"}` + "\n") // 12 pieces of 40 ms: longer than both timeouts
+	if f, _ := r.final(); f.Text != "<abcdefghij>" {
+		t.Fatalf("long request: %+v", f)
+	}
+	t0 := time.Now()
+	r.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if r.r.Scan() {
+		t.Fatalf("unexpected frame %q", r.r.Bytes())
+	}
+	if d := time.Since(t0); d < 150*time.Millisecond || d > 3*time.Second {
+		t.Errorf("closed %v after the last answer, want about IdleTimeout (200ms)", d)
 	}
 }
 

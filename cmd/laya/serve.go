@@ -11,7 +11,9 @@ import (
 	"syscall"
 
 	"github.com/layaapp/laya/complete"
+	"github.com/layaapp/laya/config"
 	"github.com/layaapp/laya/server"
+	"github.com/layaapp/laya/server/httpapi"
 )
 
 func init() {
@@ -22,7 +24,9 @@ func runServe(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	ef := addEngineFlags(fs, defaultBackendUsage)
 	socket := fs.String("socket", "", "Unix socket to listen on (default: $LAYA_SOCKET or the user's application-support directory)")
-	openai := fs.String("openai-addr", "", "also serve OpenAI-style POST /v1/completions on this loopback address, e.g. 127.0.0.1:8642 (off by default)")
+	openai := fs.String("openai-addr", "", "also serve HTTP (OpenAI /v1/completions, llama.cpp /infill, Ollama /api/generate) on this loopback address, e.g. 127.0.0.1:8642 (off by default)")
+	keyFile := fs.String("api-key-file", "", "the HTTP endpoint's API key, created on first use (default: api-key next to config.toml)")
+	noKey := fs.Bool("no-api-key", false, "serve the HTTP endpoint without an API key: every local user can use it")
 	cacheMB := fs.Int("cache-mb", 512, "memory for the KV caches of all clients, in MiB")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -43,6 +47,21 @@ func runServe(args []string) error {
 		}
 	}
 
+	key := ""
+	if *openai != "" && !*noKey {
+		if *keyFile == "" {
+			cfg, err := config.Path()
+			if err != nil {
+				return err
+			}
+			*keyFile = filepath.Join(filepath.Dir(cfg), "api-key")
+		}
+		var err error
+		if key, _, err = httpapi.LoadOrCreateKey(*keyFile); err != nil {
+			return err
+		}
+	}
+
 	m, err := ef.load(0)
 	if err != nil {
 		return err
@@ -51,26 +70,38 @@ func runServe(args []string) error {
 	comp := complete.New(m, complete.Options{CacheBudget: int64(*cacheMB) << 20})
 	defer comp.Close()
 	info := m.Info()
-	srv := server.New(comp, server.Options{
-		ModelName: filepath.Base(info.Path),
-		Logf:      func(format string, a ...any) { fmt.Fprintf(os.Stderr, "laya: "+format+"\n", a...) },
-	})
+	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "laya: "+format+"\n", a...) }
+	srv := server.New(comp, server.Options{Logf: logf})
 
+	// Both listeners first, so that a busy port leaves no socket behind and nothing is
+	// announced that is not served.
+	var ol net.Listener
+	if *openai != "" {
+		if ol, err = net.Listen("tcp", *openai); err != nil {
+			return fmt.Errorf("--openai-addr: %w", err)
+		}
+	}
 	l, err := server.Listen(path)
 	if err != nil {
+		if ol != nil {
+			ol.Close()
+		}
 		return err
 	}
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(l) }()
+	defer srv.Close()
 	fmt.Fprintf(os.Stderr, "laya: serving %s (%s, %s backend, %d positions) on %s\n", info.Path, info.Arch, info.Backend, info.Context, path)
-	if *openai != "" {
-		ol, err := net.Listen("tcp", *openai)
-		if err != nil {
-			srv.Close()
-			return fmt.Errorf("OpenAI endpoint: %w", err)
+	if ol != nil {
+		hs := httpapi.New(comp, httpapi.Options{Key: key, ModelName: filepath.Base(info.Path), Logf: logf})
+		go func() { errc <- hs.Serve(ol) }()
+		defer hs.Close()
+		fmt.Fprintf(os.Stderr, "laya: HTTP endpoint on http://%s (OpenAI /v1/completions, llama.cpp /infill, Ollama /api/generate)\n", ol.Addr())
+		if key != "" {
+			fmt.Fprintf(os.Stderr, "laya: API key (send as \"Authorization: Bearer KEY\"; stored in %s): %s\n", *keyFile, key)
+		} else {
+			fmt.Fprintf(os.Stderr, "laya: no API key: every local user can use the HTTP endpoint\n")
 		}
-		go func() { errc <- srv.ServeOpenAI(ol) }()
-		fmt.Fprintf(os.Stderr, "laya: OpenAI-style endpoint on http://%s/v1/completions\n", ol.Addr())
 	}
 
 	sig := make(chan os.Signal, 1)
@@ -78,10 +109,8 @@ func runServe(args []string) error {
 	defer signal.Stop(sig)
 	select {
 	case <-sig:
-		srv.Close()
 		return nil
 	case err := <-errc:
-		srv.Close()
 		if errors.Is(err, server.ErrClosed) {
 			return nil
 		}
