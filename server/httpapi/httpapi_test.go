@@ -192,7 +192,9 @@ func TestOpenAIStream(t *testing.T) {
 				Text         string
 				FinishReason *string `json:"finish_reason"`
 			}
-			Usage *struct{ Total int `json:"total_tokens"` }
+			Usage *struct {
+				Total int `json:"total_tokens"`
+			}
 		}
 		if err := json.Unmarshal([]byte(ev), &chunk); err != nil || len(chunk.Choices) != 1 || chunk.Object != "text_completion" {
 			t.Fatalf("event %d %q: %v", i, ev, err)
