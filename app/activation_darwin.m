@@ -11,6 +11,7 @@ void layaObserveActivation(void) {
 	                                                                object:nil
 	                                                                 queue:[NSOperationQueue mainQueue]
 	                                                            usingBlock:^(NSNotification *n) {
+		                                                            (void)n;
 		                                                            layaAppActivated();
 	                                                            }];
 }

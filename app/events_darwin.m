@@ -26,6 +26,8 @@ static unsigned int carbonMods(CGEventFlags f) {
 }
 
 static CGEventRef onEvent(CGEventTapProxy proxy, CGEventType type, CGEventRef ev, void *data) {
+	(void)proxy;
+	(void)data;
 	if (type == kCGEventTapDisabledByTimeout || type == kCGEventTapDisabledByUserInput) {
 		// The system disables a tap whose callback was slow; resume at once.
 		CGEventTapEnable(tap, true);
