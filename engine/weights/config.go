@@ -99,6 +99,8 @@ type Config struct {
 	LocalRopeTheta float64
 	// LayerSpecs, when not nil, has one entry per layer; nil means every layer is LayerSpec{}.
 	LayerSpecs []LayerSpec
+	// Hybrid is set for the recurrent-hybrid families (hybrid.go).
+	Hybrid *Hybrid
 	BOS     int   // -1 when the model has none
 	EOS     []int // every id that ends generation
 

@@ -67,6 +67,9 @@ func parseConfig(data []byte) (Config, *mlxQuant, error) {
 	if err := json.Unmarshal(data, &h); err != nil {
 		return Config{}, nil, err
 	}
+	if family := hybridFamily(&h); family != "" {
+		return parseHybridConfig(data, family)
+	}
 	c := Config{BOS: -1}
 	arch := h.ModelType
 	if len(h.Architectures) > 0 {
@@ -315,6 +318,11 @@ func openDir(dir string) (_ *Model, err error) {
 	}()
 	if quant != nil {
 		m.Format = "mlx"
+	}
+	if m.Config.Hybrid != nil {
+		if err := prepareHybrid(set, quant, &m.Config); err != nil {
+			return nil, fmt.Errorf("weights: %s: %w", dir, err)
+		}
 	}
 	if _, ok := set.ByName["lm_head.weight"]; !ok {
 		m.Config.TiedEmbeddings = true

@@ -47,6 +47,9 @@ type want struct {
 
 // required lists the tensors a forward pass of c reads, under HuggingFace names.
 func required(c Config) []want {
+	if c.Hybrid != nil {
+		return hybridRequired(c)
+	}
 	qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 	ws := []want{{"model.embed_tokens.weight", []int{c.Vocab, c.Dim}}, {"model.norm.weight", []int{c.Dim}}}
 	if !c.TiedEmbeddings {
@@ -93,6 +96,11 @@ func checkConfig(c Config) error {
 		return fmt.Errorf("bad config: bos token %d outside the vocabulary of %d", c.BOS, c.Vocab)
 	case c.RopeFactors != nil && len(c.RopeFactors) != c.HeadDim/2:
 		return fmt.Errorf("bad config: %d rope factors for head dim %d", len(c.RopeFactors), c.HeadDim)
+	}
+	if c.Hybrid != nil {
+		if err := checkHybrid(c); err != nil {
+			return err
+		}
 	}
 	for _, id := range c.EOS {
 		if id < 0 || id >= c.Vocab {
