@@ -79,9 +79,9 @@ func TestOpenLFM2(t *testing.T) {
 			}
 			// LFM2's roles under Llama's names, the same bytes as the file's tensors.
 			for canon, file := range map[string]string{
-				"model.norm.weight":                     "model.embedding_norm.weight",
-				"model.layers.0.input_layernorm.weight": "model.layers.0.operator_norm.weight",
-				"model.layers.2.mlp.up_proj.weight":     "model.layers.2.feed_forward.w3.weight",
+				"model.norm.weight":                      "model.embedding_norm.weight",
+				"model.layers.0.input_layernorm.weight":  "model.layers.0.operator_norm.weight",
+				"model.layers.2.mlp.up_proj.weight":      "model.layers.2.feed_forward.w3.weight",
 				"model.layers.1.self_attn.o_proj.weight": "model.layers.1.self_attn.out_proj.weight",
 				"model.layers.1.self_attn.k_norm.weight": "model.layers.1.self_attn.k_layernorm.weight",
 				"model.layers.0.conv.conv.weight":        "model.layers.0.conv.conv.weight",
