@@ -101,8 +101,8 @@ type Config struct {
 	LayerSpecs []LayerSpec
 	// Hybrid is set for the recurrent-hybrid families (hybrid.go).
 	Hybrid *Hybrid
-	BOS     int   // -1 when the model has none
-	EOS     []int // every id that ends generation
+	BOS    int   // -1 when the model has none
+	EOS    []int // every id that ends generation
 
 	// RopeFactors, when set, divides each of the HeadDim/2 inverse frequencies: GGUF files store
 	// llama3 rope scaling this way (the rope_freqs.weight tensor) instead of as parameters, and
