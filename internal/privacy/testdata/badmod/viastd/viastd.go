@@ -1,7 +1,7 @@
-// Package viastd links net/http through a standard package (expvar registers an HTTP handler).
+// Package viastd imports a standard package whose purpose is connecting: a violation.
 package viastd
 
-import "expvar"
+import "net/smtp"
 
-// Hits counts something.
-var Hits = expvar.NewInt("hits")
+// Mail sends mail.
+func Mail() error { return smtp.SendMail("example.invalid:25", nil, "a", nil, nil) }
