@@ -40,6 +40,8 @@ const (
 const (
 	llama3Pattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	qwen2Pattern  = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	// Qwen3.5's keeps combining marks (\p{M}) with the letters they follow.
+	qwen35Pattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 )
 
 // FromGGUF builds a tokenizer from GGUF metadata. It reproduces what the tokenizer.json of the
@@ -138,12 +140,17 @@ func FromGGUF(v *GGUFVocab) (*Tokenizer, error) {
 		case "default", "gpt2", "gpt-2":
 			byteLevel.useRegex = true
 			t.pre = byteLevel
-		case "llama3", "llama-v3", "llama-bpe":
+		case "llama3", "llama-v3", "llama-bpe", "lfm2":
 			m.ignoreMerges = true
+			t.pre = newPreSequence(&preSplit{pat: pattern{re: mustCompile(llama3Pattern)}, behavior: splitIsolated}, byteLevel)
+		case "smaug-bpe": // SmolLM3's GGUF files: the Llama 3 split, merges always applied
 			t.pre = newPreSequence(&preSplit{pat: pattern{re: mustCompile(llama3Pattern)}, behavior: splitIsolated}, byteLevel)
 		case "qwen2":
 			t.normalizer = normUnicode{norm.NFC}
 			t.pre = newPreSequence(&preSplit{pat: pattern{re: mustCompile(qwen2Pattern)}, behavior: splitIsolated}, byteLevel)
+		case "qwen35":
+			t.normalizer = normUnicode{norm.NFC}
+			t.pre = newPreSequence(&preSplit{pat: pattern{re: mustCompile(qwen35Pattern)}, behavior: splitIsolated}, byteLevel)
 		case "smollm", "starcoder", "refact":
 			byteLevel.useRegex = true
 			t.pre = newPreSequence(newDigits(true), byteLevel)

@@ -10,11 +10,15 @@ import (
 
 // ggufKinds says how each reference tokenizer is written as GGUF metadata.
 var ggufKinds = map[string][2]string{
-	"llama2":      {"llama", ""},
-	"tiny-llama":  {"llama", ""},
-	"qwen2.5":     {"gpt2", "qwen2"},
-	"tiny-qwen2":  {"gpt2", "qwen2"},
-	"tiny-llama3": {"gpt2", "llama3"},
+	"llama2":       {"llama", ""},
+	"tiny-llama":   {"llama", ""},
+	"qwen2.5":      {"gpt2", "qwen2"},
+	"tiny-qwen2":   {"gpt2", "qwen2"},
+	"tiny-llama3":  {"gpt2", "llama3"},
+	"tiny-qwen3":   {"gpt2", "qwen2"},
+	"tiny-qwen3_5": {"gpt2", "qwen35"},
+	"tiny-smollm3": {"gpt2", "smaug-bpe"},
+	"tiny-lfm2":    {"gpt2", "lfm2"},
 }
 
 // TestHFCases runs every testdata/tokenizer/hf-cases-<name>.jsonl (ids and decoded text from
