@@ -15,7 +15,10 @@
 // diagnostics name the .metal file and line.
 // It needs clang 15 or later (or Apple clang) for _Float16; CLANGXX names one explicitly.
 //
-// Usage, from the repository root: go run ./metal/internal/checkmetal [-kernels DIR] [-header DIR]
+// With -metal (macOS) it then compiles the same source with Apple's Metal compiler, as the app
+// does at run time but offline (xcrun -sdk macosx metal -c), which needs no GPU.
+//
+// Usage, from the repository root: go run ./metal/internal/checkmetal [-metal] [-kernels DIR] [-header DIR]
 package main
 
 import (
@@ -45,6 +48,7 @@ var flags = []string{
 func main() {
 	kernels := flag.String("kernels", "metal/kernels", "directory of the .metal files")
 	header := flag.String("header", "metal/emu", "directory of msl.h")
+	apple := flag.Bool("metal", false, "also compile with Apple's Metal compiler (macOS, xcrun)")
 	flag.Parse()
 	start := time.Now()
 	n, err := check(context.Background(), *kernels, *header)
@@ -53,6 +57,42 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("check-metal: %d kernel files compile strictly (%.1f s)\n", n, time.Since(start).Seconds())
+	if *apple {
+		start = time.Now()
+		if err := checkApple(context.Background(), *kernels); err != nil {
+			fmt.Fprintln(os.Stderr, "check-metal:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("check-metal: %d kernel files compile with xcrun metal (%.1f s)\n", n, time.Since(start).Seconds())
+	}
+}
+
+// checkApple compiles the kernels of dir as the one source the app compiles, with Apple's Metal
+// compiler and every warning an error.
+func checkApple(ctx context.Context, dir string) error {
+	srcs, err := kernelsrc.Read(dir)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "checkmetal")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	var b strings.Builder
+	for _, s := range srcs {
+		fmt.Fprintf(&b, "#line 1 %q\n%s\n", filepath.ToSlash(filepath.Join(dir, s.Name)), s.Text)
+	}
+	src := filepath.Join(tmp, "kernels.metal")
+	if err := os.WriteFile(src, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "xcrun", "-sdk", "macosx", "metal", "-Wall", "-Werror", "-c", src, "-o", filepath.Join(tmp, "kernels.air"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("xcrun metal: %v\n%s", err, out)
+	}
+	return nil
 }
 
 // check compiles every kernel file of dir against the header in headerDir and returns how many
