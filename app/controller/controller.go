@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/layaapp/laya/config"
 	"github.com/layaapp/laya/hotkey"
@@ -83,9 +84,11 @@ type pending struct {
 	rect     Rect
 	started  time.Time
 	partial  strings.Builder // streamed so far
-	checking bool            // a focus check before the first piece shows is on the worker
-	visible  bool            // partial is on screen
-	id       uint64          // the suggestion id once visible
+	prefix   string          // the request's text around the caret, which fit needs
+	suffix   string
+	checking bool   // a focus check before the first piece shows is on the worker
+	visible  bool   // partial is on screen
+	id       uint64 // the suggestion id once visible
 }
 
 // shown is the suggestion on screen.
@@ -93,7 +96,9 @@ type shown struct {
 	id    uint64
 	text  string
 	el    Element
-	caret int // where the remaining text would be inserted
+	caret int    // where the remaining text would be inserted
+	typed string // what the user typed through, for Backspace
+	ver   uint64 // bumped by every change of text or caret
 	style Style
 }
 
@@ -265,6 +270,9 @@ func (c *Controller) key(in input) {
 				return
 			}
 		}
+		if !in.swallowed && c.typeThrough(s, k) {
+			return
+		}
 		c.hide()
 	}
 	c.cancelRequest()
@@ -278,6 +286,43 @@ func (c *Controller) key(in input) {
 	} else {
 		c.stopTimer()
 	}
+}
+
+// typeThrough keeps s on screen when k types its next characters, or Backspace takes back one
+// that was typed through; mu held. It asks for nothing new: the suggestion is still right.
+func (c *Controller) typeThrough(s *shown, k Key) bool {
+	if k.Mods&(hotkey.ModCmd|hotkey.ModCtrl) != 0 {
+		return false
+	}
+	switch {
+	case k.Code == hotkey.KeyDelete:
+		if s.typed == "" {
+			return false
+		}
+		back := lastCluster(s.typed)
+		s.typed = s.typed[:len(s.typed)-len(back)]
+		s.text = back + s.text
+		s.caret -= utf16Len(back)
+	case k.Text != "" && !strings.ContainsFunc(k.Text, unicode.IsControl) && strings.HasPrefix(s.text, k.Text):
+		s.text = s.text[len(k.Text):]
+		s.typed += k.Text
+		s.caret += utf16Len(k.Text)
+		if s.text == "" {
+			c.sug = nil
+			c.release(s.el)
+			c.d.Overlay.Hide()
+			c.stopTimer()
+			return true
+		}
+	default:
+		return false
+	}
+	c.stopTimer()
+	c.cancelRequest()
+	// The ghost text stays where it is (the typed character covers its own ghost) until the
+	// app has moved the caret; then the rest moves there.
+	c.later(s)
+	return true
 }
 
 // typesText reports whether k edits text the way typing does (not a shortcut or navigation).
@@ -303,25 +348,45 @@ func (c *Controller) acceptNextWord(s *shown) {
 	c.d.Overlay.Hide()
 	c.accept(&shown{id: s.id, el: s.el, caret: s.caret, style: s.style}, w, AcceptedWord)
 	s.caret += utf16Len(w)
-	c.d.Clock.AfterFunc(repositionDelay, func() { c.worker.post(func() { c.reposition(s) }) })
+	c.later(s)
 }
 
-// reposition shows the rest of s at the caret after an accepted word; on the worker.
-func (c *Controller) reposition(s *shown) {
+// later repositions s once the app has had time to move the caret; mu held.
+func (c *Controller) later(s *shown) {
+	s.ver++
+	ver := s.ver
+	c.d.Clock.AfterFunc(repositionDelay, func() { c.worker.post(func() { c.reposition(s, ver, 0) }) })
+}
+
+// repositionTries bounds how often reposition waits for a slow app to move the caret.
+const repositionTries = 4
+
+// reposition shows the rest of s at the caret after an accepted word or a typed-through
+// character; on the worker. ver is the version of s it was scheduled for: a newer change
+// schedules its own.
+func (c *Controller) reposition(s *shown, ver uint64, try int) {
 	c.mu.Lock()
-	current := c.sug == s
-	caret, length := s.caret, -1
+	current := c.sug == s && s.ver == ver
+	caret := s.caret
 	c.mu.Unlock()
 	if !current {
 		return // s.el may already be closed by a job queued before this one
 	}
-	if n, err := s.el.Length(); err == nil {
-		length = n
+	sel, err := s.el.Selection()
+	length, lerr := s.el.Length()
+	var rect Rect
+	if err == nil && lerr == nil && sel == (Range{caret, 0}) {
+		rect, err = caretRect(s.el, caret, length)
+	} else if err == nil {
+		err = errors.New("the caret is not where the accepted text ends")
 	}
-	rect, err := caretRect(s.el, caret, length)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.sug != s {
+	if c.sug != s || s.ver != ver {
+		return
+	}
+	if err != nil && try+1 < repositionTries {
+		c.d.Clock.AfterFunc(repositionDelay, func() { c.worker.post(func() { c.reposition(s, ver, try+1) }) })
 		return
 	}
 	if err != nil {
@@ -473,7 +538,8 @@ func (c *Controller) capture(gen uint64, cfg config.Config) {
 	c.reset() // normally a no-op: whatever was there ended when gen last changed
 	c.publish()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &pending{cancel: cancel, el: el, info: info, caret: caret, length: length, rect: rect, started: started}
+	p := &pending{cancel: cancel, el: el, info: info, caret: caret, length: length, rect: rect, started: started,
+		prefix: prefix, suffix: suffix}
 	c.req = p
 	ok = true
 	req := Request{
@@ -559,7 +625,7 @@ func (c *Controller) stream(p *pending, piece string) {
 		return
 	}
 	p.partial.WriteString(piece)
-	text := p.partial.String()
+	text := p.text()
 	switch {
 	case p.visible:
 		c.d.Overlay.Show(text, p.rect, p.info.Style)
@@ -579,7 +645,7 @@ func (c *Controller) stream(p *pending, piece string) {
 			}
 			c.nextID++
 			p.visible, p.id = true, c.nextID
-			c.d.Overlay.Show(p.partial.String(), p.rect, p.info.Style)
+			c.d.Overlay.Show(p.text(), p.rect, p.info.Style)
 			c.publish()
 		})
 	}
@@ -594,8 +660,11 @@ func (c *Controller) promote() {
 	}
 	c.req = nil
 	p.cancel()
-	c.sug = &shown{id: p.id, text: p.partial.String(), el: p.el, caret: p.caret, style: p.info.Style}
+	c.sug = &shown{id: p.id, text: p.text(), el: p.el, caret: p.caret, style: p.info.Style}
 }
+
+// text is what p has streamed so far, as it would be inserted.
+func (p *pending) text() string { return fit(p.prefix, p.suffix, p.partial.String()) }
 
 // finish handles the engine's answer to p. The answer is shown only if p is still the current
 // request and, checked on the worker, the same field still has focus with the caret where it
@@ -607,6 +676,7 @@ func (c *Controller) finish(p *pending, text string, err error) {
 		c.emit(Event{Kind: Stale, App: p.info.App})
 		return
 	}
+	text = fit(p.prefix, p.suffix, text)
 	if err != nil || strings.TrimSpace(text) == "" {
 		c.req = nil
 		p.cancel()

@@ -138,24 +138,6 @@ func TestTypingDuringRepositionDismisses(t *testing.T) {
 	}
 }
 
-func TestNextWord(t *testing.T) {
-	for in, want := range map[string]string{
-		"foo bar":      "foo",
-		" bar baz":     " bar",
-		"(x)":          "(",
-		"\n    return": "\n    return",
-		"   ":          "   ",
-		"héllo wörld":  "héllo",
-		"寿司 and":       "寿司",
-		"🍣🍣 x":         "🍣",
-		"snake_case()": "snake_case",
-	} {
-		if got := nextWord(in); got != want {
-			t.Errorf("nextWord(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestUTF16Capture(t *testing.T) {
 	// Before: 1 ASCII, 1 CJK (1 unit), 1 emoji (2 units), 1 ASCII = 5 units, caret at 5.
 	el := newElem("a.b", 1, "a中😀b", "😀x中")
@@ -472,7 +454,7 @@ func TestKeystrokeDuringCapture(t *testing.T) {
 }
 
 func TestStreaming(t *testing.T) {
-	el := newElem("a.b", 1, "for i in ", "")
+	el := newElem("a.b", 1, "for i in", "")
 	r := newRig(t, config.Default(), el)
 	r.c.Hotkey()
 	c := r.call()
