@@ -14,6 +14,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ var kernelFS embed.FS
 // mtlDevice is the Apple GPU. The Metal device, queue and compiled pipelines are shared by the
 // whole process; each Device owns the buffers it made.
 type mtlDevice struct {
+	name   string
 	mu     sync.Mutex
 	owned  []Buf
 	pinner runtime.Pinner
@@ -64,11 +66,23 @@ func OpenDevice() (Device, error) {
 		defer C.free(unsafe.Pointer(msg))
 		return nil, fmt.Errorf("metal: %s", C.GoString(msg))
 	}
-	return &mtlDevice{}, nil
+	name, _ := deviceName()
+	return &mtlDevice{name: name}, nil
 }
 
-// Name is "metal".
-func (d *mtlDevice) Name() string { return "metal" }
+// deviceName is the default GPU's name and highest Apple GPU family, "" without a device.
+func deviceName() (string, int) {
+	var family C.int
+	p := C.mtl_device_name(&family)
+	if p == nil {
+		return "", 0
+	}
+	defer C.free(unsafe.Pointer(p))
+	return C.GoString(p), int(family)
+}
+
+// Name is the GPU's name, e.g. "Apple M2".
+func (d *mtlDevice) Name() string { return d.name }
 
 func (d *mtlDevice) keep(h C.uint64_t, what string) (Buf, error) {
 	if h == 0 {
@@ -88,19 +102,25 @@ func (d *mtlDevice) NewBuffer(size int) (Buf, error) {
 	return d.keep(C.mtl_new_buffer(C.size_t(size)), fmt.Sprintf("a %d-byte buffer", size))
 }
 
-// Wrap keeps data pinned (a no-op for mmapped weights) while the GPU buffer refers to it.
+// Wrap exposes data in place when noCopyRange allows, keeping it pinned (a no-op for mmapped
+// weights) while the GPU buffer refers to it, and copies it otherwise.
 func (d *mtlDevice) Wrap(data []byte) (Arg, error) {
 	if len(data) == 0 {
 		return Arg{}, errors.New("metal: wrap of empty data")
 	}
 	p := unsafe.Pointer(&data[0])
-	d.mu.Lock()
-	d.pinner.Pin(p)
-	d.mu.Unlock()
-	var off C.uint64_t
-	var copied C.int
-	h, err := d.keep(C.mtl_wrap(p, C.size_t(len(data)), &off, &copied), fmt.Sprintf("%d weight bytes", len(data)))
-	return Arg{h, uint64(off)}, err
+	what := fmt.Sprintf("%d weight bytes", len(data))
+	if _, size, off, ok := noCopyRange(uintptr(p), len(data), uintptr(os.Getpagesize())); ok {
+		if h := C.mtl_wrap_nocopy(p, C.uint64_t(off), C.size_t(size)); h != 0 {
+			d.mu.Lock()
+			d.pinner.Pin(p)
+			d.mu.Unlock()
+			b, err := d.keep(h, what)
+			return Arg{b, uint64(off)}, err
+		}
+	}
+	b, err := d.keep(C.mtl_wrap_copy(p, C.size_t(len(data))), what)
+	return Arg{Buf: b}, err
 }
 
 // Free releases a buffer this device made.

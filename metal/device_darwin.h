@@ -30,9 +30,16 @@ _Static_assert(offsetof(mtl_dispatch, params) == 228, "mtl_dispatch layout");
 char* mtl_init(const char* src, const char** names, int n);
 // mtl_new_buffer returns a zeroed shared buffer, 0 on failure.
 uint64_t mtl_new_buffer(size_t size);
-// mtl_wrap exposes n bytes at p without copying when the page-rounded range can back a buffer
-// and p's offset in it is 16-byte aligned; otherwise it copies. *off receives p's offset.
-uint64_t mtl_wrap(const void* p, size_t n, uint64_t* off, int* copied);
+// mtl_wrap_nocopy makes a buffer of the size bytes that start off bytes before p, in place:
+// p-off is page-aligned and size a multiple of the page size (metal.noCopyRange decides). The
+// caller keeps the memory mapped and unchanged. It returns 0 when Metal refuses the range.
+uint64_t mtl_wrap_nocopy(const void* p, uint64_t off, size_t size);
+// mtl_wrap_copy makes a buffer holding a copy of the n bytes at p, 0 on failure.
+uint64_t mtl_wrap_copy(const void* p, size_t n);
+// mtl_device_name returns the default GPU's name, to free(), and sets *family to the highest
+// Apple GPU family it supports (7 for M1, 8 for M2, 9 for M3 and M4; 0 for none); NULL
+// without a Metal device.
+char* mtl_device_name(int* family);
 void mtl_free(uint64_t h);
 void mtl_write(uint64_t h, uint64_t off, const void* src, size_t n);
 void mtl_read(uint64_t h, uint64_t off, void* dst, size_t n);

@@ -3,7 +3,6 @@
 #import <Foundation/Foundation.h>
 #import <Metal/Metal.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "device_darwin.h"
 
@@ -75,22 +74,30 @@ uint64_t mtl_new_buffer(size_t size) {
   return addBuffer(b);
 }
 
-uint64_t mtl_wrap(const void* p, size_t n, uint64_t* off, int* copied) {
-  uintptr_t page = (uintptr_t)getpagesize();
-  uintptr_t start = (uintptr_t)p & ~(page - 1);
-  uintptr_t end = ((uintptr_t)p + n + page - 1) & ~(page - 1);
-  *off = (uintptr_t)p - start;
-  *copied = 0;
-  id<MTLBuffer> b = nil;
-  if (*off % 16 == 0) {
-    b = [gDevice newBufferWithBytesNoCopy:(void*)start length:end - start options:MTLResourceStorageModeShared deallocator:nil];
+uint64_t mtl_wrap_nocopy(const void* p, uint64_t off, size_t size) {
+  void* start = (char*)p - off;
+  return addBuffer([gDevice newBufferWithBytesNoCopy:start length:size options:MTLResourceStorageModeShared deallocator:nil]);
+}
+
+uint64_t mtl_wrap_copy(const void* p, size_t n) {
+  return addBuffer([gDevice newBufferWithBytes:p length:n options:MTLResourceStorageModeShared]);
+}
+
+char* mtl_device_name(int* family) {
+  @autoreleasepool {
+    *family = 0;
+    id<MTLDevice> dev = gDevice ? gDevice : MTLCreateSystemDefaultDevice();
+    if (!dev) return NULL;
+    // MTLGPUFamilyAppleN is MTLGPUFamilyApple1 + N - 1; asked by value, so that families newer
+    // than the SDK's headers are still recognized.
+    for (int n = 10; n >= 1; n--) {
+      if ([dev supportsFamily:(MTLGPUFamily)(MTLGPUFamilyApple1 + n - 1)]) {
+        *family = n;
+        break;
+      }
+    }
+    return strdup(dev.name.UTF8String);
   }
-  if (!b) {
-    b = [gDevice newBufferWithBytes:p length:n options:MTLResourceStorageModeShared];
-    *off = 0;
-    *copied = 1;
-  }
-  return addBuffer(b);
 }
 
 void mtl_free(uint64_t h) {
