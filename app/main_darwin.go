@@ -94,6 +94,7 @@ func (a *app) didLaunch() {
 	a.prefs = newPrefsWindow(a.savePrefs)
 	a.onboard = newOnboardingWindow()
 	observeActivation()
+	observeInputSource()
 	if axTrusted(false) && startTap(a.ctl) {
 		a.setState(func(s *menu.State) { s.Trusted = true })
 	} else {

@@ -499,6 +499,10 @@ func (c *Controller) capture(gen uint64, cfg config.Config) {
 		c.refuse("", "secure input is on")
 		return
 	}
+	if c.d.Fields.Composing() {
+		c.refuse("", "an input method is composing")
+		return
+	}
 	el, err := c.d.Fields.Focus()
 	if err != nil {
 		c.refuse("", "no readable text field: "+err.Error())
@@ -729,6 +733,9 @@ func (c *Controller) finish(p *pending, text string, err error) {
 // stillThere re-reads focus: same app, same element, same caret, same text length. On the
 // worker, without the lock.
 func (c *Controller) stillThere(p *pending) bool {
+	if c.d.Fields.Composing() {
+		return false
+	}
 	el, err := c.d.Fields.Focus()
 	if err != nil {
 		return false

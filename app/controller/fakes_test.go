@@ -181,10 +181,24 @@ func (e *fakeElem) String() string {
 }
 
 type fakeFields struct {
-	mu     sync.Mutex
-	focus  *fakeElem
-	secure bool
-	gate   *gate
+	mu        sync.Mutex
+	focus     *fakeElem
+	secure    bool
+	composing bool
+	gate      *gate
+}
+
+func (f *fakeFields) Composing() bool {
+	f.gate.pass()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.composing
+}
+
+func (f *fakeFields) setComposing(on bool) {
+	f.mu.Lock()
+	f.composing = on
+	f.mu.Unlock()
 }
 
 func (f *fakeFields) Focus() (Element, error) {

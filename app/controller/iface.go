@@ -62,6 +62,10 @@ type FocusedField interface {
 	Focus() (Element, error)
 	// SecureInput reports whether some app has secure event input on (a password prompt).
 	SecureInput() bool
+	// Composing reports whether an input method may be composing text (Japanese, Chinese,
+	// Korean input): its marked text is not yet text, so Laya neither reads the field nor
+	// shows a suggestion, which would cover the candidate window.
+	Composing() bool
 }
 
 // Overlay shows ghost text. Its methods are called with the controller's lock held, so they
