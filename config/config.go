@@ -39,6 +39,9 @@ type Config struct {
 	Model string `toml:"model"`
 	// ModelDir is where downloaded models live; "" is the platform default.
 	ModelDir string `toml:"model_dir"`
+	// IdleUnloadMinutes releases the model after that many minutes without a request (the
+	// next one reloads it); 0 keeps it loaded.
+	IdleUnloadMinutes int `toml:"idle_unload_minutes"`
 	// Apps enables (true) or disables (false) suggestions per app bundle id; apps not listed
 	// follow Enabled.
 	Apps map[string]bool `toml:"apps"`
@@ -52,21 +55,23 @@ const (
 	MaxMaxTokens   = 512
 	MinPauseMS     = 50
 	MaxPauseMS     = 5000
+	MaxIdleUnload  = 24 * 60 // minutes
 )
 
 // Default returns the preferences Laya starts with.
 func Default() Config {
 	return Config{
-		Enabled:       true,
-		Temperature:   0.2,
-		TopK:          40,
-		TopP:          0.95,
-		MaxTokens:     32,
-		Hotkey:        hotkey.Default,
-		Mode:          ModeHotkey,
-		PauseMS:       300,
-		AcceptWordKey: "cmd+right",
-		Apps:          map[string]bool{},
+		Enabled:           true,
+		Temperature:       0.2,
+		TopK:              40,
+		TopP:              0.95,
+		MaxTokens:         32,
+		Hotkey:            hotkey.Default,
+		Mode:              ModeHotkey,
+		PauseMS:           300,
+		AcceptWordKey:     "cmd+right",
+		IdleUnloadMinutes: 10,
+		Apps:              map[string]bool{},
 	}
 }
 
@@ -101,6 +106,9 @@ func (c Config) Validate() error {
 		add("accept_word_key = %q: %w", c.AcceptWordKey, err)
 	} else if sp.Matches(hotkey.KeyTab, 0) || sp.Matches(hotkey.KeyEscape, 0) {
 		add("accept_word_key = %q: Tab and Esc already accept and dismiss", c.AcceptWordKey)
+	}
+	if c.IdleUnloadMinutes < 0 || c.IdleUnloadMinutes > MaxIdleUnload {
+		add("idle_unload_minutes = %d: must be between 0 (never) and %d", c.IdleUnloadMinutes, MaxIdleUnload)
 	}
 	if c.ModelDir != "" && !filepath.IsAbs(c.ModelDir) {
 		add("model_dir = %q: must be an absolute path", c.ModelDir)

@@ -72,6 +72,8 @@ func TestParseRejects(t *testing.T) {
 		`pause_ms = 5`:               "pause_ms",
 		`accept_word_key = "tab"`:    "accept_word_key",
 		`model_dir = "relative/dir"`: "model_dir",
+		`idle_unload_minutes = -1`:   "idle_unload_minutes",
+		`idle_unload_minutes = 9999`: "idle_unload_minutes",
 		"[apps]\n\"bad id!\" = true": "bundle id",
 		`temprature = 0.3`:           "unknown keys: temprature",
 		`temperature = "hot"`:        "temperature",
@@ -87,7 +89,7 @@ func TestParseRejects(t *testing.T) {
 
 func TestRoundTrip(t *testing.T) {
 	c := Default()
-	c.Temperature, c.TopK, c.Mode, c.PauseMS = 0.35, 7, ModeAutomatic, 1200
+	c.Temperature, c.TopK, c.Mode, c.PauseMS, c.IdleUnloadMinutes = 0.35, 7, ModeAutomatic, 1200, 0
 	c.Apps = map[string]bool{"com.apple.Terminal": false, "com.google.Chrome": true}
 	data, err := Marshal(c)
 	if err != nil {
@@ -98,7 +100,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("Parse(Marshal()): %v\n%s", err, data)
 	}
 	if got.Temperature != 0.35 || got.TopK != 7 || got.Mode != ModeAutomatic || got.PauseMS != 1200 ||
-		len(got.Apps) != 2 || got.Apps["com.apple.Terminal"] || !got.Apps["com.google.Chrome"] {
+		got.IdleUnloadMinutes != 0 || len(got.Apps) != 2 || got.Apps["com.apple.Terminal"] || !got.Apps["com.google.Chrome"] {
 		t.Errorf("round trip lost values:\n%s\n%+v", data, got)
 	}
 }
