@@ -34,7 +34,7 @@ func (m *Model) Eval(ctx context.Context, ids []int32, window int) (EvalResult, 
 		m.mu.Unlock()
 		return r, errClosed
 	}
-	cache := m.be.NewKVCache(m.kvShape(window))
+	cache := m.newCache(window)
 	dev := m.be.NewBuffer(evalRows * vocab)
 	m.mu.Unlock()
 	logits := make([]float32, evalRows*vocab)

@@ -80,6 +80,10 @@ func (m *Model) openModelBackend(opt Options) (*SelfTest, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := m.canRun(be); err != nil {
+		be.Close()
+		return nil, err
+	}
 	m.be, m.act = be, newActivations(be, m.cfg, maxRows)
 	return nil, nil
 }
@@ -162,7 +166,7 @@ func newModel(w *weights.Model, opt Options) (*Model, error) {
 // checkConfig rejects hyperparameters the forward pass cannot run, before any tensor is touched.
 func checkConfig(c weights.Config) error {
 	switch c.Arch {
-	case "llama", "qwen2":
+	case "llama", "qwen2", "lfm2", "qwen3_5":
 	default:
 		return fmt.Errorf("unsupported architecture %q (want llama or qwen2)", c.Arch)
 	}

@@ -35,6 +35,8 @@ type Model struct {
 	layers          []layer
 	// attnLayers is how many layers keep keys and values in the KV cache.
 	attnLayers int
+	// rec is set for models with recurrent layers (recurrent.go).
+	rec *recurrent
 	// tensors is every weight the forward pass reads, once each, as given to Prepare.
 	tensors []*tensor.Tensor
 
@@ -59,6 +61,11 @@ type layer struct {
 	wq, wk, wv, wo *tensor.Tensor
 	bq, bk, bv     *tensor.Tensor // nil unless Config.QKVBias
 	qNorm, kNorm   *tensor.Tensor // nil unless Config.QKNorm
+	// attnGate: wq also yields each head's output gate (Qwen3.5).
+	attnGate bool
+
+	// rec holds a recurrent layer's weights.
+	rec *recLayer
 
 	wGate, wUp, wDown *tensor.Tensor
 }
@@ -67,6 +74,7 @@ type layer struct {
 type activations struct {
 	x, xb, q, k, v, att, gate, up backend.Buffer
 	logits                        backend.Buffer // one row of vocab
+	rec                           *recBuffers    // nil without recurrent layers
 }
 
 func newActivations(be backend.Backend, c weights.Config, rows int) *activations {
@@ -75,7 +83,7 @@ func newActivations(be backend.Backend, c weights.Config, rows int) *activations
 		x: be.NewBuffer(rows * c.Dim), xb: be.NewBuffer(rows * c.Dim),
 		q: be.NewBuffer(rows * qd), k: be.NewBuffer(rows * kvd), v: be.NewBuffer(rows * kvd),
 		att: be.NewBuffer(rows * qd), gate: be.NewBuffer(rows * c.FFN), up: be.NewBuffer(rows * c.FFN),
-		logits: be.NewBuffer(c.Vocab),
+		logits: be.NewBuffer(c.Vocab), rec: newRecBuffers(be, c, rows),
 	}
 }
 
@@ -111,6 +119,8 @@ func (m *Model) bindWeights() error {
 		switch spec.Kind {
 		case weights.LayerAttention:
 			m.bindAttention(&l, spec, p, get)
+		case weights.LayerShortConv, weights.LayerLinearAttention:
+			m.bindRecurrent(&l, i, p, get)
 		default:
 			return fmt.Errorf("layer %d: kind %d is not supported", i, spec.Kind)
 		}
@@ -148,7 +158,12 @@ func (m *Model) bindAttention(l *layer, spec weights.LayerSpec, p string, get fu
 	default:
 		l.rope = &m.rope
 	}
-	l.wq = get(p+"self_attn.q_proj.weight", qd, c.Dim)
+	l.attnGate = c.Hybrid != nil && c.Hybrid.AttnGate
+	if l.attnGate {
+		l.wq = get(p+"self_attn.q_proj.weight", 2*qd, c.Dim)
+	} else {
+		l.wq = get(p+"self_attn.q_proj.weight", qd, c.Dim)
+	}
 	l.wk = get(p+"self_attn.k_proj.weight", kvd, c.Dim)
 	l.wv = get(p+"self_attn.v_proj.weight", kvd, c.Dim)
 	l.wo = get(p+"self_attn.o_proj.weight", c.Dim, qd)
@@ -218,6 +233,13 @@ func (m *Model) forward(cache backend.KVCache, ids []int32, pos int, logits []fl
 	}
 	be, a, c := m.be, m.act, m.cfg
 	n, dim := len(ids), c.Dim
+	cache, st := splitCache(cache)
+	if m.rec != nil && st == nil {
+		return errors.New("engine: a model with recurrent layers needs a cache from Model.newCache")
+	}
+	if err := m.canRun(be); err != nil {
+		return err
+	}
 
 	be.Embed(a.x, m.embed, ids)
 	if c.EmbedScale != 0 {
@@ -229,6 +251,10 @@ func (m *Model) forward(cache backend.KVCache, ids []int32, pos int, logits []fl
 		switch l.kind {
 		case weights.LayerAttention:
 			m.attention(l, cache, pos, n)
+		case weights.LayerShortConv:
+			m.shortConv(l, st, pos, n)
+		case weights.LayerLinearAttention:
+			m.deltaNet(l, st, pos, n)
 		}
 		m.residual(l.postAttnNorm, n)
 
@@ -259,7 +285,11 @@ func (m *Model) rmsNorm(dst, x backend.Buffer, w *tensor.Tensor, rows int) {
 // width).
 func (m *Model) attention(l *layer, cache backend.KVCache, pos, n int) {
 	be, a, c := m.be, m.act, m.cfg
-	be.MatMul(a.q, a.xb, l.wq, l.bq, n)
+	if l.attnGate {
+		m.gatedQuery(l, n)
+	} else {
+		be.MatMul(a.q, a.xb, l.wq, l.bq, n)
+	}
 	be.MatMul(a.k, a.xb, l.wk, l.bk, n)
 	be.MatMul(a.v, a.xb, l.wv, l.bv, n)
 	if l.qNorm != nil {
@@ -271,6 +301,9 @@ func (m *Model) attention(l *layer, cache backend.KVCache, pos, n int) {
 		be.Rope(a.k, n, c.KVHeads, pos, l.rope)
 	}
 	be.Attention(a.att, a.q, a.k, a.v, cache, l.cacheLayer, pos, n, l.window)
+	if l.attnGate {
+		m.gateOutput(n)
+	}
 	be.MatMul(a.xb, a.att, l.wo, nil, n)
 }
 

@@ -225,8 +225,7 @@ func (m *Model) selfTestPrompt() []int32 {
 func (m *Model) trial(be backend.Backend, ids, next []int32, pick bool) ([][]float32, *activations, error) {
 	c := m.cfg
 	m.be, m.act = be, newActivations(be, c, maxRows)
-	cache := be.NewKVCache(backend.AttnShape{Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads,
-		HeadDim: c.HeadDim, Context: len(ids) + len(next)})
+	cache := m.newCache(len(ids) + len(next))
 	out := make([][]float32, 1+len(next))
 	for i := range out {
 		out[i] = make([]float32, c.Vocab)

@@ -19,9 +19,11 @@ const decoderContext = 8
 // it, so the next Generate prefills only what differs. A Session's methods may be called from
 // several goroutines; they run one at a time.
 type Session struct {
-	mu     sync.Mutex
-	m      *Model
-	cache  backend.KVCache
+	mu    sync.Mutex
+	m     *Model
+	cache backend.KVCache
+	// snaps keeps recurrent states to resume from; nil for models without recurrent layers.
+	snaps  *snapshots
 	tokens []int32   // the tokens at cache positions [0, len)
 	logits []float32 // the logits after the last forward pass
 	smp    *sampler
@@ -40,15 +42,19 @@ func (m *Model) NewSession() *Session {
 		m.mu.Unlock()
 		return &Session{m: m, closed: true}
 	}
-	cache := m.be.NewKVCache(m.kvShape(m.ctxLen))
+	cache := m.newCache(m.ctxLen)
 	m.mu.Unlock()
-	return &Session{
+	s := &Session{
 		m:      m,
 		cache:  cache,
 		tokens: make([]int32, 0, m.ctxLen),
 		logits: make([]float32, c.Vocab),
 		smp:    newSampler(c.Vocab),
 	}
+	if m.rec != nil {
+		s.snaps = newSnapshots(m)
+	}
+	return s
 }
 
 // Len is the number of positions the cache holds.
@@ -59,10 +65,15 @@ func (s *Session) Len() int {
 }
 
 // CacheBytes is the memory the session's cache holds: float32 keys and values for every
-// position of every layer.
+// position of every attention layer and, for a model with recurrent layers, its recurrent state
+// and the snapshots of it the session keeps (which grow to maxSnapshots states).
 func (s *Session) CacheBytes() int64 {
 	c := s.m.cfg
-	return int64(s.m.attnLayers) * int64(s.m.ctxLen) * int64(c.KVHeads*c.HeadDim) * 2 * 4
+	n := int64(s.m.attnLayers) * int64(s.m.ctxLen) * int64(c.KVHeads*c.HeadDim) * 2 * 4
+	if s.snaps != nil {
+		n += s.m.recStateBytes() + s.snaps.bytes.Load()
+	}
+	return n
 }
 
 // Reset empties the cache.
@@ -75,6 +86,9 @@ func (s *Session) Reset() {
 func (s *Session) reset() {
 	if s.cache != nil {
 		s.cache.Truncate(0)
+	}
+	if s.snaps != nil {
+		s.snaps.reset()
 	}
 	s.tokens = s.tokens[:0]
 }
@@ -125,6 +139,16 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, p Sampling, emit
 		n++
 	}
 	n = min(n, len(prompt)-1)
+	if s.snaps != nil && n < len(s.tokens) {
+		// A recurrent state only moves forward: resume from the latest snapshot at or before n.
+		_, st := splitCache(s.cache)
+		at, err := s.snaps.restore(st, n)
+		if err != nil {
+			s.reset()
+			return res, fmt.Errorf("engine: restoring a recurrent state: %w", err)
+		}
+		n = at
+	}
 	s.cache.Truncate(n)
 	s.tokens = s.tokens[:n]
 	res.ReusedTokens = n
@@ -137,12 +161,27 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, p Sampling, emit
 			return res, err
 		}
 		chunk := rest[:min(len(rest), maxRows)]
+		if s.snaps != nil {
+			chunk = rest[:s.snapshotChunk(len(rest), len(prompt))]
+		}
 		if err := s.step(chunk); err != nil {
 			return res, err
+		}
+		if s.snaps != nil && s.snapshotPoint(len(s.tokens), len(prompt)) {
+			if err := s.save(); err != nil {
+				return res, err
+			}
 		}
 		rest = rest[len(chunk):]
 	}
 	res.Prefill = time.Since(start)
+	if s.snaps != nil {
+		defer func() {
+			if err == nil {
+				err = s.save()
+			}
+		}()
+	}
 	start = time.Now()
 	defer func() { res.Decode = time.Since(start) }()
 	if p.MaxTokens == 0 {
