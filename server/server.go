@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/layaapp/laya/complete"
@@ -276,10 +277,18 @@ func (o *outbox) loop() {
 		}
 		if err != nil {
 			failed = true
-			o.logf("server: write: %v", err)
+			if !hungUp(err) {
+				o.logf("server: write: %v", err)
+			}
 			o.drop(err)
 		}
 	}
+}
+
+// hungUp reports whether a write failed because the client went away, which is how clients
+// normally end, or because the connection was closed here.
+func hungUp(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed)
 }
 
 // put queues b; a client too slow to take its writes is dropped.

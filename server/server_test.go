@@ -493,3 +493,27 @@ func TestCloseCancelsRequests(t *testing.T) {
 		t.Errorf("socket file left after Close: %v", err)
 	}
 }
+
+// A client that hangs up mid-answer is how clients normally end: nothing is logged.
+func TestHangUpNotLogged(t *testing.T) {
+	var mu sync.Mutex
+	var logs []string
+	e := &echo{delay: time.Millisecond}
+	_, path := startServer(t, e, Options{Logf: func(format string, a ...any) {
+		mu.Lock()
+		logs = append(logs, fmt.Sprintf(format, a...))
+		mu.Unlock()
+	}})
+	for range 5 {
+		r := dialRaw(t, path)
+		r.send(`{"id":1,"prefix":"` + strings.Repeat("x", 300) + `"}` + "\n")
+		r.frame()
+		r.nc.Close()
+	}
+	time.Sleep(600 * time.Millisecond) // the rest of the answers meet closed connections
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logs) > 0 {
+		t.Errorf("logged %q", logs)
+	}
+}
