@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log"
 	"sync"
+	"time"
 
 	"github.com/layaapp/laya/app/controller"
 	"github.com/layaapp/laya/app/pin"
@@ -28,17 +29,64 @@ var errNotLoaded = errors.New("the model is still loading")
 // and the model serializes forward passes across both.
 type engineHost struct {
 	jobs chan func()
+	idle *controller.Idle
+	// onUnload is told when the model was released (true) or loaded again (false).
+	onUnload func(unloaded bool)
 
-	mu     sync.Mutex
-	model  *engine.Model
-	comp   *complete.Completer
-	pinned *pin.Pinned
+	mu       sync.Mutex
+	model    *engine.Model
+	comp     *complete.Completer
+	pinned   *pin.Pinned
+	path     string // the model loaded, or released while idle
+	unloaded bool   // released while idle; the next request loads path again
 }
 
-func newEngineHost() *engineHost {
-	h := &engineHost{jobs: make(chan func())}
+func newEngineHost(idleAfter time.Duration, onUnload func(bool)) *engineHost {
+	h := &engineHost{jobs: make(chan func()), onUnload: onUnload}
+	h.idle = controller.NewIdle(nil, idleAfter, h.unload)
 	go h.run()
 	return h
+}
+
+// unload releases the model on the engine thread, after any request running there.
+func (h *engineHost) unload() {
+	h.do(context.Background(), func() {
+		h.mu.Lock()
+		comp, model, pinned := h.comp, h.model, h.pinned
+		if comp == nil {
+			h.mu.Unlock()
+			return
+		}
+		h.comp, h.model, h.pinned = nil, nil, nil
+		h.unloaded = true
+		h.mu.Unlock()
+		comp.Close()
+		model.Close()
+		pinned.Release()
+		log.Print("model released while idle; the next request loads it again")
+		h.onUnload(true)
+	})
+}
+
+// ready returns the completer, loading the model again if it was released while idle.
+func (h *engineHost) ready() (*complete.Completer, error) {
+	if c := h.completer(); c != nil {
+		h.idle.Used()
+		return c, nil
+	}
+	h.mu.Lock()
+	path, unloaded := h.path, h.unloaded
+	h.mu.Unlock()
+	if !unloaded {
+		return nil, errNotLoaded
+	}
+	if _, err := h.Load(path); err != nil {
+		return nil, err
+	}
+	if c := h.completer(); c != nil {
+		return c, nil
+	}
+	return nil, errNotLoaded
 }
 
 func (h *engineHost) run() {
@@ -80,13 +128,21 @@ func (h *engineHost) Load(path string) (engine.Info, error) {
 		h.mu.Lock()
 		oldComp, oldModel, oldPin := h.comp, h.model, h.pinned
 		h.model, h.comp, h.pinned = m, complete.New(m, complete.Options{}), p
+		wasUnloaded := h.unloaded
+		h.path, h.unloaded = path, false
 		h.mu.Unlock()
 		if oldComp != nil {
 			oldComp.Close()
 			oldModel.Close()
 			oldPin.Release()
 		}
+		if wasUnloaded {
+			h.onUnload(false)
+		}
 	})
+	if err == nil {
+		h.idle.Used()
+	}
 	if err != nil {
 		return engine.Info{}, fmt.Errorf("load model: %w", err)
 	}
@@ -109,12 +165,12 @@ func (h *engineHost) completer() *complete.Completer {
 
 // Complete is controller.Engine, on the engine thread.
 func (h *engineHost) Complete(ctx context.Context, r controller.Request, onText func(string)) (string, error) {
-	c := h.completer()
-	if c == nil {
-		return "", errNotLoaded
+	c, err := h.ready()
+	if err != nil {
+		return "", err
 	}
+	defer h.idle.Used()
 	var s complete.Suggestion
-	var err error
 	req := complete.Request{Prefix: r.Prefix, Suffix: r.Suffix, App: r.App, MaxTokens: r.MaxTokens,
 		Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP}
 	if derr := h.do(ctx, func() { s, err = c.Complete(ctx, appClient, req, onText) }); derr != nil {
@@ -127,10 +183,11 @@ func (h *engineHost) Complete(ctx context.Context, r controller.Request, onText 
 type serverCompleter struct{ h *engineHost }
 
 func (s serverCompleter) Complete(ctx context.Context, client string, req complete.Request, onText func(string)) (complete.Suggestion, error) {
-	c := s.h.completer()
-	if c == nil {
-		return complete.Suggestion{}, errNotLoaded
+	c, err := s.h.ready()
+	if err != nil {
+		return complete.Suggestion{}, err
 	}
+	defer s.h.idle.Used()
 	return c.Complete(ctx, client, req, onText)
 }
 

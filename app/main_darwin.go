@@ -59,7 +59,7 @@ type app struct {
 }
 
 func newApp() *app {
-	a := &app{eng: newEngineHost(), downloads: map[string]context.CancelFunc{}, hkChanged: make(chan struct{}, 1)}
+	a := &app{downloads: map[string]context.CancelFunc{}, hkChanged: make(chan struct{}, 1)}
 	path, err := config.Path()
 	if err != nil {
 		log.Fatal(err)
@@ -71,6 +71,9 @@ func newApp() *app {
 		a.state.Warning = "Preferences file has errors; defaults in use. Open Preferences…"
 	}
 	a.cfg = cfg
+	a.eng = newEngineHost(idleAfter(cfg), func(unloaded bool) {
+		a.setState(func(s *menu.State) { s.Unloaded = unloaded })
+	})
 	a.state.Enabled, a.state.Mode, a.state.Current = cfg.Enabled, cfg.Mode, cfg.Model
 	if a.catalog, err = models.DefaultCatalog(); err != nil {
 		log.Printf("model catalog: %v", err)
@@ -95,6 +98,7 @@ func (a *app) didLaunch() {
 	a.onboard = newOnboardingWindow()
 	observeActivation()
 	observeInputSource()
+	observeMemoryPressure(a.eng.idle)
 	if axTrusted(false) && startTap(a.ctl) {
 		a.setState(func(s *menu.State) { s.Trusted = true })
 	} else {
@@ -283,6 +287,7 @@ func (a *app) changeConfig(f func(*config.Config)) {
 	a.mu.Unlock()
 	a.ctl.SetConfig(cfg)
 	keepAwake(cfg.Enabled)
+	a.eng.idle.SetAfter(idleAfter(cfg))
 	if err := a.store.Save(cfg); err != nil && !errors.Is(err, config.ErrBadFile) {
 		log.Print(err)
 	}
@@ -313,6 +318,7 @@ func (a *app) savePrefs(f prefs.Form) error {
 	a.mu.Unlock()
 	a.ctl.SetConfig(cfg)
 	keepAwake(cfg.Enabled)
+	a.eng.idle.SetAfter(idleAfter(cfg))
 	if cfg.Hotkey != old.Hotkey {
 		go a.setHotkey(cfg.HotkeySpec())
 	}
@@ -377,6 +383,11 @@ func (a *app) startDownload(id string) {
 			a.rescan()
 		}
 	}()
+}
+
+// idleAfter is how long the model stays loaded without requests; 0 is for ever.
+func idleAfter(c config.Config) time.Duration {
+	return time.Duration(c.IdleUnloadMinutes) * time.Minute
 }
 
 // resourcePath finds a file in the app bundle's Contents/Resources.

@@ -66,6 +66,7 @@ type State struct {
 	Backend     string
 	Loading     bool
 	LoadErr     string
+	Unloaded    bool          // released while idle; the next suggestion loads it again
 	LastLatency time.Duration // 0 until a suggestion was shown
 	Enabled     bool
 	Mode        string // config.ModeHotkey or config.ModeAutomatic
@@ -84,6 +85,8 @@ func Status(s State) string {
 		return "Model failed to load: " + s.LoadErr
 	case s.Loading:
 		return "Loading " + s.Model + "…"
+	case s.Unloaded:
+		return s.Model + " unloaded while idle · the next suggestion loads it"
 	}
 	parts := []string{s.Model, s.Backend}
 	if s.LastLatency > 0 {

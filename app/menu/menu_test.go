@@ -39,6 +39,7 @@ func TestStatus(t *testing.T) {
 		{State{Model: "laya-code", Backend: "cpu", LastLatency: 142 * time.Millisecond}, "laya-code · cpu · last 142 ms"},
 		{State{Model: "qwen", Loading: true}, "Loading qwen…"},
 		{State{Model: "qwen", LoadErr: "no such file"}, "Model failed to load: no such file"},
+		{State{Model: "qwen", Backend: "cpu", Unloaded: true}, "qwen unloaded while idle · the next suggestion loads it"},
 	} {
 		if got := Status(c.s); got != c.want {
 			t.Errorf("Status(%+v) = %q, want %q", c.s, got, c.want)
