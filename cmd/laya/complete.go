@@ -100,17 +100,16 @@ func completeLocal(ctx context.Context, model string, req server.Request) (serve
 	defer m.Close()
 	comp := complete.New(m, complete.Options{})
 	defer comp.Close()
-	sug, err := comp.Complete(ctx, req.Client, complete.Request{
-		Prefix: req.Prefix, Suffix: req.Suffix, App: req.App, MaxTokens: req.MaxTokens,
-	}, nil)
+	creq, err := req.Completion()
+	if err != nil {
+		return server.Frame{}, err
+	}
+	sug, err := comp.Complete(ctx, req.Client, creq, nil)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return server.Frame{}, fmt.Errorf("timed out: %w", err)
 		}
 		return server.Frame{}, err
 	}
-	return server.Frame{
-		ID: json.RawMessage(`"local"`), Done: true, Text: sug.Text, Tokens: sug.Tokens, Prompt: sug.Prompt,
-		Reused: sug.Reused, LatencyMS: float64(sug.Latency.Microseconds()) / 1000, Logprob: sug.Logprob, Stop: sug.Stop,
-	}, nil
+	return server.Final(json.RawMessage(`"local"`), sug, nil), nil
 }
