@@ -14,7 +14,8 @@ import (
 )
 
 // fixtureCases maps each parity-fixture model to the HF reference cases of its tokenizer.
-var fixtureCases = map[string]string{"llama": "tiny-llama", "llama3": "tiny-llama3", "qwen2": "tiny-qwen2"}
+var fixtureCases = map[string]string{"llama": "tiny-llama", "llama3": "tiny-llama3", "qwen2": "tiny-qwen2",
+	"qwen3": "tiny-qwen3", "qwen3_5": "tiny-qwen3_5", "gemma3": "tiny-gemma3", "smollm3": "tiny-smollm3", "lfm2": "tiny-lfm2"}
 
 func openTokenizer(t *testing.T, path string) *tokenizer.Tokenizer {
 	t.Helper()
