@@ -69,13 +69,13 @@ func (e *echo) last(t *testing.T) call {
 
 const testKey = "laya-test-key"
 
-func start(t *testing.T, e *echo, opt Options) string {
+func start(t *testing.T, c server.Completer, opt Options) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(e, opt)
+	s := New(c, opt)
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(l) }()
 	t.Cleanup(func() {
