@@ -22,6 +22,7 @@ import (
 	"github.com/layaapp/laya/app/controller"
 	"github.com/layaapp/laya/app/menu"
 	"github.com/layaapp/laya/app/prefs"
+	"github.com/layaapp/laya/app/stats"
 	"github.com/layaapp/laya/config"
 	"github.com/layaapp/laya/engine"
 	"github.com/layaapp/laya/hotkey"
@@ -42,6 +43,7 @@ func main() {
 // goroutines; the UI objects are touched on the main thread only.
 type app struct {
 	store *config.Store
+	stats *stats.Stats
 	eng   *engineHost
 	ctl   *controller.Controller
 
@@ -65,6 +67,9 @@ func newApp() *app {
 		log.Fatal(err)
 	}
 	a.store = config.NewStore(path)
+	if a.stats, err = stats.Open(filepath.Join(filepath.Dir(path), "stats.json"), time.Now()); err != nil {
+		log.Print(err)
+	}
 	cfg, warn := a.store.Load()
 	if warn != nil {
 		log.Print(warn)
@@ -109,6 +114,12 @@ func (a *app) didLaunch() {
 }
 
 func (a *app) start() {
+	go func() {
+		// Statistics reach the disk within a minute, not on every suggestion.
+		for range time.Tick(time.Minute) {
+			a.saveStats()
+		}
+	}()
 	a.rescan()
 	a.setHotkey(a.config().HotkeySpec())
 	go a.hotkeyLoop()
@@ -137,6 +148,7 @@ func (a *app) setState(f func(*menu.State)) {
 func (a *app) refreshMenu() {
 	a.mu.Lock()
 	s := a.state
+	s.Stats = a.stats.Lines(3)
 	s.Downloads = make(map[string]menu.Transfer, len(a.state.Downloads))
 	for k, v := range a.state.Downloads {
 		s.Downloads[k] = v
@@ -162,9 +174,12 @@ func (a *app) rescan() {
 
 // observe receives controller events with the controller's lock held: no calls back into it.
 func (a *app) observe(e controller.Event) {
+	a.stats.Record(e)
 	switch e.Kind {
 	case controller.Shown:
 		a.setState(func(s *menu.State) { s.LastLatency = e.Latency })
+	case controller.Accepted, controller.AcceptedWord:
+		a.refreshMenu()
 	case controller.Failed:
 		log.Printf("suggestion in %s failed: %v", e.App, e.Err)
 	}
@@ -269,10 +284,15 @@ func (a *app) menuAction(it menu.Item) {
 		a.prefs.show(cfg, warn)
 	case menu.Onboarding:
 		a.onboard.show()
+	case menu.ResetStats:
+		a.stats.Reset(time.Now())
+		go a.saveStats()
+		a.refreshMenu()
 	case menu.About:
 		cocoa.NSApp().ActivateIgnoringOtherApps(true)
 		cocoa.NSApp().Send("orderFrontStandardAboutPanel:", cocoa.NSApp())
 	case menu.Quit:
+		a.saveStats()
 		cocoa.NSApp().Terminate()
 	}
 }
@@ -383,6 +403,12 @@ func (a *app) startDownload(id string) {
 			a.rescan()
 		}
 	}()
+}
+
+func (a *app) saveStats() {
+	if err := a.stats.Save(); err != nil {
+		log.Print(err)
+	}
 }
 
 // idleAfter is how long the model stays loaded without requests; 0 is for ever.

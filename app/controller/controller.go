@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/layaapp/laya/config"
 	"github.com/layaapp/laya/hotkey"
@@ -65,6 +66,7 @@ type Event struct {
 	Reason  string
 	Err     error
 	Latency time.Duration
+	Chars   int // Accepted and AcceptedWord: the characters (code points) inserted
 }
 
 // Key is one key press seen by the event tap.
@@ -416,7 +418,7 @@ func (c *Controller) accept(s *shown, text string, kind EventKind) {
 			}
 			return
 		}
-		c.emit(Event{Kind: kind, App: app, Reason: res})
+		c.emit(Event{Kind: kind, App: app, Reason: res, Chars: utf8.RuneCountInString(text)})
 	})
 }
 

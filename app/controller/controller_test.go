@@ -42,7 +42,9 @@ func TestHotkeyShowAccept(t *testing.T) {
 	if !r.key(tab) {
 		t.Fatal("Tab not swallowed while a suggestion shows")
 	}
-	r.until(Accepted)
+	if e := r.until(Accepted); e.Chars != len("return a + b") {
+		t.Errorf("accepted %d characters", e.Chars)
+	}
 	if got := el.String(); got != "def add(a, b):\n    return a + b\n\nprint(1)" {
 		t.Errorf("text after accept = %q", got)
 	}

@@ -25,6 +25,7 @@ const (
 	CancelDownload
 	Preferences
 	Onboarding // explains and requests the Accessibility permission
+	ResetStats // forgets the local statistics
 	About
 	Quit
 )
@@ -76,6 +77,7 @@ type State struct {
 	Installed   []Installed
 	Offers      []Offer
 	Downloads   map[string]Transfer // by Offer.ID
+	Stats       []string            // the local statistics, a line each (stats.Stats.Lines)
 }
 
 // Status returns the first, informational line.
@@ -117,12 +119,25 @@ func Build(s State) []Item {
 			{Title: "Automatic (after a pause)", Action: ModeAutomatic, Enabled: true, Checked: s.Mode == config.ModeAutomatic},
 		}},
 		Item{Title: "Models", Enabled: true, Submenu: modelItems(s)},
+		Item{Title: "Statistics", Enabled: true, Submenu: statsItems(s)},
 		Item{Separator: true},
 		Item{Title: "Preferences…", Action: Preferences, Enabled: true, Key: ","},
 		Item{Title: "About Laya", Action: About, Enabled: true},
 		Item{Title: "Quit Laya", Action: Quit, Enabled: true, Key: "q"},
 	)
 	return items
+}
+
+// statsItems lists the statistics, which stay on this Mac, and the item that resets them.
+func statsItems(s State) []Item {
+	var items []Item
+	for _, l := range s.Stats {
+		items = append(items, Item{Title: l})
+	}
+	if len(items) == 0 {
+		items = append(items, Item{Title: "No suggestions yet"})
+	}
+	return append(items, Item{Separator: true}, Item{Title: "Reset Statistics", Action: ResetStats, Enabled: true})
 }
 
 func modelItems(s State) []Item {

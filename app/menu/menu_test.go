@@ -61,7 +61,7 @@ func TestBuild(t *testing.T) {
 		Downloads: map[string]Transfer{"small": {Fraction: 0.425}, "bad": {Err: "disk full"}},
 	}
 	items := Build(s)
-	want := []string{"laya-code · metal", "---", "Disable Suggestions", "Mode", "Models", "---", "Preferences…", "About Laya", "Quit Laya"}
+	want := []string{"laya-code · metal", "---", "Disable Suggestions", "Mode", "Models", "Statistics", "---", "Preferences…", "About Laya", "Quit Laya"}
 	if got := titles(items); len(got) != len(want) {
 		t.Fatalf("menu %q, want %q", got, want)
 	} else {
@@ -73,6 +73,15 @@ func TestBuild(t *testing.T) {
 	}
 	if items[0].Enabled || items[0].Action != None {
 		t.Error("status line must be an inert label")
+	}
+	st := find(t, items, "Statistics").Submenu
+	if st[0].Title != "No suggestions yet" || find(t, st, "Reset Statistics").Action != ResetStats {
+		t.Errorf("statistics without data: %+v", st)
+	}
+	s.Stats = []string{"Shown 3", "Characters saved 9"}
+	st = find(t, Build(s), "Statistics").Submenu
+	if titles(st)[0] != "Shown 3" || titles(st)[1] != "Characters saved 9" || st[0].Action != None {
+		t.Errorf("statistics lines %q", titles(st))
 	}
 	mode := find(t, items, "Mode").Submenu
 	if find(t, mode, "Hotkey").Checked || !find(t, mode, "Automatic (after a pause)").Checked {
