@@ -16,7 +16,7 @@ demo: build
 	@echo
 	$(BIN) generate --prompt 'for i := 0; i < len(xs); ' --max-tokens 32
 
-test: test-go check-darwin check-metal test-vscode
+test: test-go check-darwin check-darwin-link check-metal test-vscode
 
 test-go:
 	$(GO) vet ./...
