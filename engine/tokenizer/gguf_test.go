@@ -129,6 +129,39 @@ func TestGGUFMatchesJSON(t *testing.T) {
 	}
 }
 
+// TestGGUFQwen35 checks tokenizer.ggml.pre "qwen35" against the tokenizer.json pipeline it
+// stands for (qwen35Split, which TestAgainstHFNode compares with HuggingFace), on text where
+// Qwen3.5's split and Qwen2's give different ids.
+func TestGGUFQwen35(t *testing.T) {
+	js, err := FromJSON(qwen35Split.build(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gg, err := FromGGUF(ggufFromJSON(t, "qwen2.5", "gpt2", "qwen35"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q2, err := FromGGUF(ggufFromJSON(t, "qwen2.5", "gpt2", "qwen2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := append(randomTexts(1000, 35), "हिन्दी भाषा", "ภาษาไทย", "q\u0301 z\u032d", "naïve e\u0301", "한국어")
+	split := 0
+	for _, s := range texts {
+		want := js.Encode(s, false)
+		if got := gg.Encode(s, false); !slices.Equal(got, want) {
+			t.Errorf("Encode(%q)\n gguf %v\n json %v", s, got, want)
+		}
+		if !slices.Equal(q2.Encode(s, false), want) {
+			split++
+		}
+	}
+	// Without texts that the two splits tokenize differently, this test could not tell them apart.
+	if split < 5 {
+		t.Errorf("only %d of %d texts tokenize differently under Qwen2's split", split, len(texts))
+	}
+}
+
 func TestGGUFErrors(t *testing.T) {
 	good := func() *GGUFVocab {
 		return &GGUFVocab{Model: "gpt2", Pre: "gpt2", Tokens: []string{"a", "b", "ab"}, Merges: []string{"a b"}, BOS: -1, EOS: -1, UNK: -1, PAD: -1}

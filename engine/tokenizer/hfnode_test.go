@@ -253,9 +253,18 @@ var syntheticVariants = []variant{
 		"pre_tokenizer":  `{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":false}]}`,
 		"post_processor": `{"type":"Sequence","processors":[{"type":"ByteLevel","add_prefix_space":true,"trim_offsets":false,"use_regex":true},{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"<|endoftext|>","type_id":0}},{"Sequence":{"id":"A","type_id":0}}],"pair":[],"special_tokens":{"<|endoftext|>":{"id":"<|endoftext|>","ids":[151643],"tokens":["<|endoftext|>"]}}}]}`,
 	}, model: map[string]string{"ignore_merges": "true"}},
+	qwen35Split,
 	{name: "gpt2-digits", base: "qwen2.5", set: map[string]string{
 		"normalizer":    `{"type":"Sequence","normalizers":[{"type":"Lowercase"},{"type":"NFC"}]}`,
 		"pre_tokenizer": `{"type":"Sequence","pretokenizers":[{"type":"Digits","individual_digits":true},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":true}]}`,
 		"decoder":       `{"type":"Sequence","decoders":[{"type":"ByteLevel","add_prefix_space":true,"trim_offsets":true,"use_regex":true},{"type":"Strip","content":" ","start":2,"stop":0},{"type":"Replace","pattern":{"Regex":"o+"},"content":"0"}]}`,
 	}},
 }
+
+// qwen35Split is Qwen3.5's pipeline (NFC, its split that keeps combining marks with the letters
+// before them, byte level) on the Qwen2.5 vocabulary, whose merges join letters and marks of
+// many scripts: Qwen3.5's own vocabulary is not in testdata.
+var qwen35Split = variant{name: "qwen35-split", base: "qwen2.5", set: map[string]string{
+	"normalizer":    `{"type":"NFC"}`,
+	"pre_tokenizer": `{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false}]}`,
+}}
