@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log"
 	"os"
 	"sort"
 )
@@ -35,6 +36,10 @@ func usage() {
 }
 
 func main() {
+	// The engine logs what the user should know but need not act on (a GPU that failed its
+	// self-test), as a laya: line like the commands' own messages.
+	log.SetFlags(0)
+	log.SetPrefix("laya: ")
 	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
 		usage()
 		os.Exit(2)

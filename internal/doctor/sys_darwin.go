@@ -1,0 +1,23 @@
+package doctor
+
+import (
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+func osInfo() OSInfo {
+	i := OSInfo{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH}
+	if v, err := unix.Sysctl("kern.osproductversion"); err == nil {
+		i.Release = "macOS " + v
+	}
+	if n, err := unix.SysctlUint64("hw.memsize"); err == nil {
+		i.MemoryB = int64(n)
+	}
+	return i
+}
+
+func cpuModel() string {
+	m, _ := unix.Sysctl("machdep.cpu.brand_string")
+	return m
+}
