@@ -169,7 +169,8 @@ func (m *Model) bindRecurrent(l *layer, i int, p string, get func(string, ...int
 	c := m.cfg
 	hy := c.Hybrid
 	if m.rec == nil {
-		m.rec = &recurrent{delta: backend.DeltaShape{KHeads: hy.LinKHeads, VHeads: hy.LinVHeads, KDim: hy.LinKDim, VDim: hy.LinVDim}}
+		m.rec = &recurrent{delta: backend.DeltaShape{KHeads: hy.LinKHeads, VHeads: hy.LinVHeads, KDim: hy.LinKDim,
+			VDim: hy.LinVDim, Tiled: hy.TiledVHeads, NegExpA: hy.NegExpA}}
 	}
 	rl := &recLayer{index: len(m.rec.layers)}
 	m.rec.layers = append(m.rec.layers, i)

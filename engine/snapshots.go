@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sync/atomic"
 )
 
@@ -39,10 +40,10 @@ func newSnapshots(m *Model) *snapshots {
 	return &snapshots{m: m, live: make([]snapshot, 0, maxSnapshots+1)}
 }
 
-// save keeps a copy of cur, the state after pos tokens, replacing one at the same position; past
-// maxSnapshots it drops the snapshot whose loss leaves the smallest gap, never the latest.
+// save keeps a copy of cur, the state after pos tokens. Past maxSnapshots it drops the snapshot
+// whose loss leaves the smallest gap between those that stay (never the latest), and reuses its
+// memory; that may be the new one, which is then not kept.
 func (sn *snapshots) save(cur *recState, pos int) error {
-	m := sn.m
 	i := 0
 	for i < len(sn.live) && sn.live[i].pos < pos {
 		i++
@@ -50,42 +51,60 @@ func (sn *snapshots) save(cur *recState, pos int) error {
 	if i < len(sn.live) && sn.live[i].pos == pos {
 		return nil // the same tokens lead there, so the same state
 	}
+	sn.live = slices.Insert(sn.live, i, snapshot{pos: pos})
 	var st *recState
-	if n := len(sn.free); n > 0 {
+	if len(sn.live) > maxSnapshots {
+		drop := sn.thinnest()
+		if drop == i {
+			sn.live = slices.Delete(sn.live, i, i+1)
+			return nil
+		}
+		st = sn.live[drop].st
+		sn.live = slices.Delete(sn.live, drop, drop+1)
+		if drop < i {
+			i--
+		}
+	} else if n := len(sn.free); n > 0 {
 		st, sn.free = sn.free[n-1], sn.free[:n-1]
 	}
+	m := sn.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
-		return errClosed
-	}
-	if st == nil {
+	if st == nil && !m.closed {
 		st = m.newRecState()
 		sn.bytes.Add(int64(st.floats) * 4)
 	}
-	m.copyState(st, cur)
-	if err := m.be.Sync(); err != nil {
-		sn.free = append(sn.free, st)
+	var err error
+	if m.closed {
+		err = errClosed
+	} else {
+		m.copyState(st, cur)
+		err = m.be.Sync()
+	}
+	if err != nil {
+		sn.live = slices.Delete(sn.live, i, i+1)
+		if st != nil {
+			sn.free = append(sn.free, st)
+		}
 		return err
 	}
-	sn.live = append(sn.live, snapshot{})
-	copy(sn.live[i+1:], sn.live[i:])
-	sn.live[i] = snapshot{pos, st}
-	if len(sn.live) > maxSnapshots {
-		drop, gap := 0, -1
-		for j := range len(sn.live) - 1 {
-			prev := 0
-			if j > 0 {
-				prev = sn.live[j-1].pos
-			}
-			if g := sn.live[j+1].pos - prev; gap < 0 || g < gap {
-				drop, gap = j, g
-			}
-		}
-		sn.free = append(sn.free, sn.live[drop].st)
-		sn.live = append(sn.live[:drop], sn.live[drop+1:]...)
-	}
+	sn.live[i].st = st
 	return nil
+}
+
+// thinnest is the index of the snapshot, other than the latest, whose neighbours are closest.
+func (sn *snapshots) thinnest() int {
+	drop, gap := 0, -1
+	for j := range len(sn.live) - 1 {
+		prev := 0
+		if j > 0 {
+			prev = sn.live[j-1].pos
+		}
+		if g := sn.live[j+1].pos - prev; gap < 0 || g < gap {
+			drop, gap = j, g
+		}
+	}
+	return drop
 }
 
 // restore puts into cur the latest snapshot at or before position n and returns its position, 0

@@ -19,10 +19,23 @@ const (
 )
 
 // DeltaShape is the geometry of a Gated DeltaNet layer: KHeads query/key heads of KDim and
-// VHeads value heads of VDim, value head h reading query/key head h/(VHeads/KHeads). Its state is
-// VHeads matrices of KDim×VDim.
+// VHeads value heads of VDim, value head h reading query/key head KHead(h). Its state is VHeads
+// matrices of KDim×VDim.
 type DeltaShape struct {
 	KHeads, VHeads, KDim, VDim int
+	// Tiled: value head h reads query/key head h%KHeads instead (llama.cpp's order of the
+	// value heads).
+	Tiled bool
+	// NegExpA: the A tensor holds -exp(A_log) rather than A_log (llama.cpp's ssm_a).
+	NegExpA bool
+}
+
+// KHead is the query/key head value head h reads.
+func (s DeltaShape) KHead(h int) int {
+	if s.Tiled {
+		return h % s.KHeads
+	}
+	return h / (s.VHeads / s.KHeads)
 }
 
 // StateLen is the number of floats of a layer's delta-rule state.
@@ -49,7 +62,8 @@ type Recurrent interface {
 	// GatedDelta runs the gated delta rule. qkv rows hold [q | k | v] (KHeads*KDim, KHeads*KDim,
 	// VHeads*VDim), as the convolution left them; a and b rows hold VHeads values. Per head and
 	// position: q and k are L2-normalized (eps 1e-6) and q scaled by 1/sqrt(KDim); the decay is
-	// g = exp(-exp(aLog) * softplus(a + dtBias)), beta = sigmoid(b); then S = g*S,
+	// g = exp(-exp(aLog) * softplus(a + dtBias)) (with aLog holding -exp(A_log) when
+	// s.NegExpA: g = exp(aLog * softplus(a + dtBias))), beta = sigmoid(b); then S = g*S,
 	// S += k ⊗ beta*(v - Sᵀk), out = Sᵀq. out rows hold VHeads*VDim. state is the VHeads
 	// matrices S [KDim][VDim]. Long runs may use the chunked form, which equals the step-by-step
 	// one up to rounding.

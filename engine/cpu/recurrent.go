@@ -200,10 +200,13 @@ func (j *deltaJob) head(sc *deltaScratch, h int) {
 func (j *deltaJob) load(sc *deltaScratch, h, r0, n int) {
 	s := j.s
 	dk := s.KDim
-	kh := h / (s.VHeads / s.KHeads)
+	kh := s.KHead(h)
 	width := 2*s.KHeads*dk + s.VHeads*s.VDim
 	scale := float32(1 / math.Sqrt(float64(dk)))
 	negA := -float32(math.Exp(float64(j.aLog[h])))
+	if s.NegExpA {
+		negA = j.aLog[h]
+	}
 	var cum float32
 	for i := range n {
 		row := j.qkv[(r0+i)*width:]

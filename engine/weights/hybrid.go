@@ -23,6 +23,11 @@ type Hybrid struct {
 	// AttnGate: q_proj yields, per head, the query and then an output gate of HeadDim each; the
 	// attention output is multiplied by sigmoid(gate) before o_proj (Qwen3.5).
 	AttnGate bool
+	// TiledVHeads: DeltaNet value head h reads query/key head h%LinKHeads, llama.cpp's order of
+	// the value heads, rather than transformers' h/(LinVHeads/LinKHeads).
+	TiledVHeads bool
+	// NegExpA: the tensor under linear_attn.A_log holds -exp(A_log), as llama.cpp stores it.
+	NegExpA bool
 }
 
 // maxLayers bounds a layer count read from a config before it sizes anything.
