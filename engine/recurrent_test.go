@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/layaapp/laya/engine/backend"
-	"github.com/layaapp/laya/engine/tensor"
 )
 
 // hybridFixtures are the committed tiny models with recurrent layers, in transformers' layout.
@@ -162,5 +161,4 @@ func TestRecurrentNeedsBackendSupport(t *testing.T) {
 		t.Fatal("a backend without recurrent operations took an LFM2 model")
 	}
 	t.Log(err)
-	var _ = tensor.F32
 }
