@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -166,37 +165,11 @@ func newModel(w *weights.Model, opt Options) (*Model, error) {
 // checkConfig rejects hyperparameters the forward pass cannot run, before any tensor is touched.
 func checkConfig(c weights.Config) error {
 	switch c.Arch {
-	case "llama", "qwen2", "lfm2", "qwen3_5":
+	case "llama", "qwen2", "qwen3", "smollm3", "gemma3", "lfm2", "qwen3_5":
 	default:
-		return fmt.Errorf("unsupported architecture %q (want llama or qwen2)", c.Arch)
+		return fmt.Errorf("unsupported architecture %q (want llama, qwen2, qwen3, smollm3, gemma3, lfm2 or qwen3_5)", c.Arch)
 	}
-	switch {
-	case c.Vocab <= 0, c.Dim <= 0, c.Layers <= 0, c.FFN <= 0:
-		return fmt.Errorf("bad config: vocab %d, hidden %d, layers %d, intermediate %d", c.Vocab, c.Dim, c.Layers, c.FFN)
-	case c.Heads <= 0 || c.KVHeads <= 0 || c.Heads%c.KVHeads != 0:
-		return fmt.Errorf("bad config: %d attention heads for %d kv heads", c.Heads, c.KVHeads)
-	case c.HeadDim <= 0 || c.HeadDim%2 != 0:
-		return fmt.Errorf("bad config: head dim %d (must be even)", c.HeadDim)
-	case !(c.NormEps > 0) || !(c.RopeTheta > 1) || math.IsInf(c.RopeTheta, 0):
-		return fmt.Errorf("bad config: rms eps %g, rope theta %g", c.NormEps, c.RopeTheta)
-	}
-	if c.RopeFactors != nil && len(c.RopeFactors) != c.HeadDim/2 {
-		return fmt.Errorf("bad config: %d rope factors for head dim %d", len(c.RopeFactors), c.HeadDim)
-	}
-	for _, f := range c.RopeFactors {
-		if !(f > 0) || math.IsInf(float64(f), 0) {
-			return fmt.Errorf("bad config: rope factor %g", f)
-		}
-	}
-	if s := c.RopeScale; s.Type != "" {
-		if s.Type != "llama3" {
-			return fmt.Errorf("unsupported rope scaling %q", s.Type)
-		}
-		if !(s.Factor > 0) || !(s.LowFreqFactor > 0) || !(s.HighFreqFactor > s.LowFreqFactor) || s.OriginalMaxPositions <= 0 {
-			return fmt.Errorf("bad llama3 rope scaling %+v", s)
-		}
-	}
-	return nil
+	return weights.CheckConfig(c)
 }
 
 func openTokenizer(w *weights.Model) (*tokenizer.Tokenizer, error) {

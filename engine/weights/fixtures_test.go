@@ -33,13 +33,34 @@ type hfFacts struct {
 	Vocab        int            `json:"vocab_size"`
 	Eps          float64        `json:"rms_norm_eps"`
 	Theta        float64        `json:"rope_theta"`
-	Tie          bool           `json:"tie_word_embeddings"`
+	Tie          *bool          `json:"tie_word_embeddings"`
 	RopeScaling  map[string]any `json:"rope_scaling"`
 	RopeParams   map[string]any `json:"rope_parameters"`
 	Quantization map[string]any `json:"quantization"`
 	MaxPositions int            `json:"max_position_embeddings"`
 	TorchDType   string         `json:"torch_dtype"`
+	TextConfig   *hfFacts       `json:"text_config"`
 }
+
+// arch is the Config.Arch of the fixture's model type.
+func (h *hfFacts) arch() string {
+	if h.ModelType == "gemma3_text" {
+		return "gemma3"
+	}
+	return h.ModelType
+}
+
+// tied is whether the embeddings are tied, by the key or the architecture's default.
+func (h *hfFacts) tied() bool {
+	if h.Tie == nil {
+		return h.arch() == "gemma3"
+	}
+	return *h.Tie
+}
+
+// fixtureFamilies are the fixture directories whose config.json facts this test knows; the
+// recurrent hybrids (lfm2, qwen3_5) carry facts of their own (hybrid_test.go).
+var fixtureFamilies = []string{"llama", "llama3", "qwen2", "qwen3", "smollm3", "gemma3"}
 
 func (h *hfFacts) theta() float64 {
 	if h.Theta == 0 && h.RopeParams != nil {
@@ -103,6 +124,9 @@ func TestFixtures(t *testing.T) {
 	}
 	for _, refPath := range models {
 		dir := filepath.Dir(refPath)
+		if strings.HasPrefix(dir, fixtureRoot) && !slices.Contains(fixtureFamilies, filepath.Base(dir)) {
+			continue
+		}
 		var ref struct {
 			Model string    `json:"model"`
 			Cases []refCase `json:"cases"`
@@ -128,8 +152,16 @@ func TestFixtures(t *testing.T) {
 				continue
 			}
 			seen[c.Path] = true
+			facts := &h
+			if c.Format == "hf-mm" {
+				// The multimodal layout is a model of its own, described by its text_config.
+				var mm hfFacts
+				readJSON(t, filepath.Join(dir, c.Path, "config.json"), &mm)
+				facts = mm.TextConfig
+				facts.TorchDType = mm.TorchDType
+			}
 			t.Run(filepath.Base(dir)+"/"+c.Format, func(t *testing.T) {
-				checkFixture(t, dir, c, &h)
+				checkFixture(t, dir, c, facts)
 			})
 		}
 	}
@@ -156,16 +188,16 @@ func checkFixture(t *testing.T, dir string, rc refCase, h *hfFacts) {
 	c := m.Config
 	isGGUF := strings.HasSuffix(rc.Path, ".gguf")
 	close := func(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Abs(b) }
-	if c.Arch != h.ModelType || c.Dim != h.Hidden || c.FFN != h.FFN || c.Layers != h.Layers || c.Heads != h.Heads ||
+	if c.Arch != h.arch() || c.Dim != h.Hidden || c.FFN != h.FFN || c.Layers != h.Layers || c.Heads != h.Heads ||
 		c.KVHeads != h.KVHeads || c.HeadDim != h.HeadDim || c.Vocab != h.Vocab || !close(c.NormEps, h.Eps) ||
 		!close(c.RopeTheta, h.theta()) || c.QKVBias != (h.ModelType == "qwen2") {
 		t.Errorf("config %+v does not match hf/config.json %+v", c, *h)
 	}
-	if !isGGUF && c.TiedEmbeddings != h.Tie {
-		t.Errorf("tied %v, config.json says %v", c.TiedEmbeddings, h.Tie)
+	if !isGGUF && c.TiedEmbeddings != h.tied() {
+		t.Errorf("tied %v, config.json says %v", c.TiedEmbeddings, h.tied())
 	}
 	wantStyle := backend.RopeHalf
-	if isGGUF && h.ModelType == "llama" {
+	if isGGUF && (h.ModelType == "llama" || h.ModelType == "smollm3") {
 		wantStyle = backend.RopeInterleaved
 	}
 	if c.RopeStyle != wantStyle {
@@ -187,6 +219,10 @@ func checkFixture(t *testing.T, dir string, rc refCase, h *hfFacts) {
 					t.Errorf("rope factor %d = %g, want %g", i, f, want[i])
 				}
 			}
+		}
+	} else if c.RopeScale.Type == "linear" {
+		if f, _ := h.RopeScaling["factor"].(float64); c.RopeScale.Factor != f {
+			t.Errorf("linear rope scaling %+v, config.json %v", c.RopeScale, h.RopeScaling)
 		}
 	} else if c.RopeScale.Type != "" || c.RopeFactors != nil {
 		t.Errorf("rope scaling %+v / %v on a model without it", c.RopeScale, c.RopeFactors)
@@ -213,6 +249,14 @@ func checkFixture(t *testing.T, dir string, rc refCase, h *hfFacts) {
 			shapes[p+"self_attn.k_proj.bias"] = []int{kvd}
 			shapes[p+"self_attn.v_proj.bias"] = []int{kvd}
 		}
+		if h.ModelType == "qwen3" || h.arch() == "gemma3" {
+			shapes[p+"self_attn.q_norm.weight"] = []int{h.HeadDim}
+			shapes[p+"self_attn.k_norm.weight"] = []int{h.HeadDim}
+		}
+		if h.arch() == "gemma3" {
+			shapes[p+"pre_feedforward_layernorm.weight"] = []int{h.Hidden}
+			shapes[p+"post_feedforward_layernorm.weight"] = []int{h.Hidden}
+		}
 	}
 	var quant map[string]any
 	if strings.HasPrefix(rc.Format, "mlx") {
@@ -223,10 +267,13 @@ func checkFixture(t *testing.T, dir string, rc refCase, h *hfFacts) {
 		if rc.Format == "mlx8" {
 			bits, group = 8, 32
 		}
+		if h.ModelType != "llama" && h.ModelType != "qwen2" {
+			group = quant["group_size"].(float64) // the 2026 fixtures keep mlx-lm's default for both widths
+		}
 		if quant["bits"] != bits || quant["group_size"] != group {
 			t.Errorf("quantization block %v, want %v bits group %v", quant, bits, group)
 		}
-		if _, ok := quant["lm_head"]; h.ModelType == "llama" && rc.Format == "mlx4" && !h.Tie && !ok {
+		if _, ok := quant["lm_head"]; h.ModelType == "llama" && rc.Format == "mlx4" && !h.tied() && !ok {
 			t.Error("llama mlx4 fixture lacks its lm_head override")
 		}
 	}
@@ -277,7 +324,7 @@ func checkFixture(t *testing.T, dir string, rc refCase, h *hfFacts) {
 func fixtureDType(format, name string, dims int, quant map[string]any, torch string) string {
 	plain := func(d tensor.DType) string { return fmt.Sprint(d, 0, 0) }
 	switch format {
-	case "hf":
+	case "hf", "hf-mm":
 		return plain(map[string]tensor.DType{"float32": tensor.F32, "bfloat16": tensor.BF16, "float16": tensor.F16}[torch])
 	case "mlx4", "mlx8":
 		if dims == 1 {
@@ -378,11 +425,14 @@ func TestFixtureQuantizedWeights(t *testing.T) {
 		t.Fatal("no parity fixtures in " + fixtureRoot)
 	}
 	for _, hfDir := range refs {
+		dir := filepath.Dir(hfDir)
+		if !slices.Contains(fixtureFamilies, filepath.Base(dir)) {
+			continue
+		}
 		hf, err := Open(hfDir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		dir := filepath.Dir(hfDir)
 		for _, q := range []struct {
 			path     string
 			maxError float64 // RMS error relative to the weights' RMS

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -21,14 +22,35 @@ var ggufLayerNames = map[string]string{
 	"attn_k":      "self_attn.k_proj",
 	"attn_v":      "self_attn.v_proj",
 	"attn_output": "self_attn.o_proj",
+	"attn_q_norm": "self_attn.q_norm",
+	"attn_k_norm": "self_attn.k_norm",
 	"ffn_norm":    "post_attention_layernorm",
 	"ffn_gate":    "mlp.gate_proj",
 	"ffn_up":      "mlp.up_proj",
 	"ffn_down":    "mlp.down_proj",
 }
 
-// hfName is the HuggingFace name of a GGUF tensor name, and false for names the model does not use.
-func hfName(name string) (string, bool) {
+// ggufSandwichNames are Gemma 3's: its ffn_norm is the MLP's input norm, and the norms after
+// attention and the MLP have names of their own.
+var ggufSandwichNames = func() map[string]string {
+	m := maps.Clone(ggufLayerNames)
+	m["ffn_norm"] = "pre_feedforward_layernorm"
+	m["post_attention_norm"] = "post_attention_layernorm"
+	m["post_ffw_norm"] = "post_feedforward_layernorm"
+	return m
+}()
+
+// layerNames is the GGUF-to-HuggingFace block name map of a model of config c.
+func layerNames(c *Config) map[string]string {
+	if c.SandwichNorms {
+		return ggufSandwichNames
+	}
+	return ggufLayerNames
+}
+
+// hfName is the HuggingFace name of a GGUF tensor name under the block names of names, and
+// false for names the model does not use.
+func hfName(name string, names map[string]string) (string, bool) {
 	switch name {
 	case "token_embd.weight":
 		return "model.embed_tokens.weight", true
@@ -52,7 +74,7 @@ func hfName(name string) (string, bool) {
 	if !ok || (suffix != "weight" && suffix != "bias") {
 		return "", false
 	}
-	hf, ok := ggufLayerNames[base]
+	hf, ok := names[base]
 	if !ok {
 		return "", false
 	}
@@ -60,7 +82,7 @@ func hfName(name string) (string, bool) {
 }
 
 // ggufName is the GGUF name of a HuggingFace tensor name hfName maps.
-func ggufName(hf string) string {
+func ggufName(hf string, names map[string]string) string {
 	switch hf {
 	case "model.embed_tokens.weight":
 		return "token_embd.weight"
@@ -71,7 +93,7 @@ func ggufName(hf string) string {
 	}
 	rest, _ := strings.CutPrefix(hf, "model.layers.")
 	num, rest, _ := strings.Cut(rest, ".")
-	for g, h := range ggufLayerNames {
+	for g, h := range names {
 		if suffix, ok := strings.CutPrefix(rest, h+"."); ok {
 			return "blk." + num + "." + g + "." + suffix
 		}
@@ -104,12 +126,13 @@ func fromGGUF(f *gguf.File, path string) (*Model, error) {
 	if m.Config, err = ggufConfig(f, m.GGUFVocab); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if err := checkConfig(m.Config); err != nil {
+	if err := CheckConfig(m.Config); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	names := layerNames(&m.Config)
 	byHF := map[string]*tensor.Tensor{}
 	for _, t := range f.Tensors {
-		if hf, ok := hfName(t.Name); ok {
+		if hf, ok := hfName(t.Name, names); ok {
 			renamed := *t // the struct, not the mapped data
 			renamed.Name = hf
 			byHF[hf] = &renamed
@@ -118,7 +141,7 @@ func fromGGUF(f *gguf.File, path string) (*Model, error) {
 	err = collect(m, func(name string) (*tensor.Tensor, string, error) {
 		t, ok := byHF[name]
 		if !ok {
-			return nil, "", fmt.Errorf("%s: missing tensor %q (%s)", path, ggufName(name), name)
+			return nil, "", fmt.Errorf("%s: missing tensor %q (%s)", path, ggufName(name, names), name)
 		}
 		return t, path, nil
 	})
@@ -132,14 +155,22 @@ func ggufConfig(f *gguf.File, v *tokenizer.GGUFVocab) (Config, error) {
 	arch, _ := f.String("general.architecture")
 	c := Config{Arch: arch, BOS: v.BOS}
 	switch arch {
-	case "llama":
+	case "llama", "smollm3":
 		// llama.cpp's converter permutes q/k rows so that interleaved pairs rotate together.
 		c.RopeStyle = backend.RopeInterleaved
 	case "qwen2":
 		c.RopeStyle = backend.RopeHalf
 		c.QKVBias = true
+	case "qwen3":
+		c.RopeStyle = backend.RopeHalf
+		c.QKNorm = true
+	case "gemma3":
+		c.RopeStyle = backend.RopeHalf
+		c.QKNorm, c.SandwichNorms, c.Act = true, true, GELUTanh
+		// The converter stores Gemma's norm weights with the 1 of (1+w) added, so the norms are
+		// plain (NormOffset 0).
 	default:
-		return Config{}, fmt.Errorf("general.architecture %q is not supported (want llama or qwen2)", arch)
+		return Config{}, fmt.Errorf("general.architecture %q is not supported (want llama, qwen2, qwen3, smollm3 or gemma3)", arch)
 	}
 	p := arch + "."
 	var err error
@@ -172,11 +203,18 @@ func ggufConfig(f *gguf.File, v *tokenizer.GGUFVocab) (Config, error) {
 	}
 	c.HeadDim = num("attention.key_length", c.HeadDim)
 	ropeDims := num("rope.dimension_count", c.HeadDim)
+	window := num("attention.sliding_window", 0)
 	if err != nil {
 		return Config{}, err
 	}
-	if ropeDims != c.HeadDim {
-		return Config{}, fmt.Errorf("rope over %d of %d head dimensions is not supported", ropeDims, c.HeadDim)
+	if c.Layers > maxLayers {
+		return Config{}, fmt.Errorf("metadata %sblock_count %d: at most %d layers", p, c.Layers, maxLayers)
+	}
+	if ropeDims <= 0 || ropeDims > c.HeadDim || ropeDims%2 != 0 {
+		return Config{}, fmt.Errorf("rope over %d of %d head dimensions", ropeDims, c.HeadDim)
+	}
+	if ropeDims < c.HeadDim {
+		c.RopeDims = ropeDims
 	}
 	if vl, ok := f.Uint(p + "attention.value_length"); ok && int(vl) != c.HeadDim {
 		return Config{}, fmt.Errorf("value length %d differs from key length %d", vl, c.HeadDim)
@@ -193,13 +231,30 @@ func ggufConfig(f *gguf.File, v *tokenizer.GGUFVocab) (Config, error) {
 		}
 	}
 	if typ, ok := f.String(p + "rope.scaling.type"); ok && typ != "none" {
-		return Config{}, fmt.Errorf("rope scaling %q is not supported", typ)
+		factor, _ := f.Float(p + "rope.scaling.factor")
+		if typ != "linear" {
+			return Config{}, fmt.Errorf("rope scaling %q is not supported", typ)
+		}
+		c.RopeScale = RopeScaling{Type: typ, Factor: factor}
 	}
 	if s, ok := f.Float(p + "rope.scale_linear"); ok && s != 1 {
 		return Config{}, fmt.Errorf("linear rope scaling %g is not supported", s)
 	}
 	if rf, ok := f.Tensor("rope_freqs.weight"); ok {
 		if c.RopeFactors, err = ropeFactors(rf, c.HeadDim); err != nil {
+			return Config{}, err
+		}
+	}
+
+	switch arch {
+	case "smollm3":
+		// llama.cpp leaves RoPE out of every fourth layer (n_no_rope_layer_step, no metadata key).
+		c.LayerSpecs = make([]LayerSpec, c.Layers)
+		for i := range c.LayerSpecs {
+			c.LayerSpecs[i].NoRope = (i+1)%4 == 0
+		}
+	case "gemma3":
+		if err := gemma3GGUF(f, &c, window); err != nil {
 			return Config{}, err
 		}
 	}
@@ -218,6 +273,35 @@ func ggufConfig(f *gguf.File, v *tokenizer.GGUFVocab) (Config, error) {
 		c.EOS = append(c.EOS, int(eot))
 	}
 	return c, nil
+}
+
+// gemma3GGUF sets what llama.cpp's Gemma 3 hard-codes or reads: every sixth layer global, the
+// others sliding over window positions with RoPE base 10000 unscaled, embeddings scaled by
+// sqrt(hidden) in float32, attention scaled by the key length (an attention.scale key wins).
+func gemma3GGUF(f *gguf.File, c *Config, window int) error {
+	if window <= 0 {
+		return fmt.Errorf("metadata gemma3.attention.sliding_window %d", window)
+	}
+	for _, key := range []string{"gemma3.final_logit_softcapping", "gemma3.attn_logit_softcapping"} {
+		if v, ok := f.Float(key); ok && v != 0 {
+			return fmt.Errorf("metadata %s %g is not supported", key, v)
+		}
+	}
+	if s, ok := f.Float("gemma3.attention.scale"); ok {
+		if !(s > 0) {
+			return fmt.Errorf("metadata gemma3.attention.scale %g", s)
+		}
+		c.QueryScale = 1 / (s * s)
+	}
+	c.EmbedScale = float32(math.Sqrt(float64(c.Dim)))
+	c.LocalRopeTheta = 10000
+	c.LayerSpecs = make([]LayerSpec, c.Layers)
+	for i := range c.LayerSpecs {
+		if (i+1)%6 != 0 {
+			c.LayerSpecs[i] = LayerSpec{LocalRope: true, Window: window}
+		}
+	}
+	return nil
 }
 
 // ropeFactors reads the F32 rope_freqs.weight tensor of head/2 divisors.

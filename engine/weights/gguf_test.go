@@ -218,7 +218,8 @@ func TestOpenGGUFErrors(t *testing.T) {
 		{"no eps", without(meta, "llama.attention.layer_norm_rms_epsilon"), nil, "layer_norm_rms_epsilon"},
 		{"no heads", without(meta, "llama.attention.head_count"), nil, "head_count"},
 		{"string length", with(meta, "llama.embedding_length", "64"), nil, "embedding_length"},
-		{"partial rope", with(meta, "llama.rope.dimension_count", uint32(8)), nil, "rope over 8"},
+		{"rope beyond the head", with(meta, "llama.rope.dimension_count", uint32(18)), nil, "rope over 18"},
+		{"absurd layer count", with(meta, "llama.block_count", uint32(math.MaxInt32)), nil, "at most 4096 layers"},
 		{"yarn", with(meta, "llama.rope.scaling.type", "yarn"), nil, "yarn"},
 		{"missing tensor", meta, func(s map[string][]int) { delete(s, "blk.1.ffn_up.weight") }, `missing tensor "blk.1.ffn_up.weight"`},
 		{"wrong shape", meta, func(s map[string][]int) { s["blk.0.attn_k.weight"] = []int{tDim, tDim} }, `"model.layers.0.self_attn.k_proj.weight": shape [64 64], want [32 64]`},
@@ -340,13 +341,13 @@ func FuzzFromGGUF(f *testing.F) {
 func TestGGUFNamesRoundTrip(t *testing.T) {
 	c := Config{Vocab: 8, Dim: 8, Layers: 12, Heads: 2, KVHeads: 1, HeadDim: 4, FFN: 8, QKVBias: true}
 	for _, w := range required(c) {
-		g := ggufName(w.name)
-		if back, ok := hfName(g); !ok || back != w.name || g == w.name {
+		g := ggufName(w.name, ggufLayerNames)
+		if back, ok := hfName(g, ggufLayerNames); !ok || back != w.name || g == w.name {
 			t.Errorf("%s -> %s -> %s", w.name, g, back)
 		}
 	}
 	for _, bad := range []string{"blk.x.attn_q.weight", "blk.01.attn_q.weight", "blk.-1.attn_q.weight", "blk.0.attn_q.scale", "blk.0.attn_qq.weight", "rope_freqs.weight", "blk.0"} {
-		if hf, ok := hfName(bad); ok {
+		if hf, ok := hfName(bad, ggufLayerNames); ok {
 			t.Errorf("%s mapped to %s", bad, hf)
 		}
 	}

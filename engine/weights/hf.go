@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/layaapp/laya/engine/backend"
@@ -41,6 +44,51 @@ type hfConfig struct {
 	UseSlidingWindow   *bool           `json:"use_sliding_window"`
 	Quantization       json.RawMessage `json:"quantization"`
 	QuantizationConfig json.RawMessage `json:"quantization_config"`
+	// TextConfig holds the language model's keys in a multimodal config.json.
+	TextConfig json.RawMessage `json:"text_config"`
+
+	// SmolLM3: per layer 1 (RoPE) or 0 (none); or every interval-th layer without RoPE.
+	NoRopeLayers        []int `json:"no_rope_layers"`
+	NoRopeLayerInterval *int  `json:"no_rope_layer_interval"`
+
+	// Gemma 3.
+	HiddenActivation     *string         `json:"hidden_activation"`
+	QueryPreAttnScalar   *float64        `json:"query_pre_attn_scalar"`
+	SlidingWindow        *int            `json:"sliding_window"`
+	LayerTypes           []string        `json:"layer_types"`
+	SlidingWindowPattern *int            `json:"sliding_window_pattern"`
+	SlidingPatternBC     *int            `json:"_sliding_window_pattern"`
+	RopeLocalBaseFreq    *float64        `json:"rope_local_base_freq"`
+	FinalLogitSoftcap    json.RawMessage `json:"final_logit_softcapping"`
+	AttnLogitSoftcap     json.RawMessage `json:"attn_logit_softcapping"`
+	Bidirectional        *bool           `json:"use_bidirectional_attention"`
+}
+
+// hfArchs maps the architectures entries this package runs to Config.Arch; hfModelTypes does
+// the same for model_type, which a config without architectures is read by.
+var (
+	hfArchs = map[string]string{
+		"LlamaForCausalLM": "llama", "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3",
+		"SmolLM3ForCausalLM": "smollm3", "Gemma3ForCausalLM": "gemma3", "Gemma3ForConditionalGeneration": "gemma3",
+	}
+	hfModelTypes = map[string]string{
+		"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "smollm3": "smollm3", "gemma3_text": "gemma3", "gemma3": "gemma3",
+	}
+)
+
+// archDefaults are transformers' defaults, per architecture, for keys a config.json may omit.
+type archDefaults struct {
+	maxContext int
+	ropeTheta  float64
+	act        string
+}
+
+var hfDefaults = map[string]archDefaults{
+	"llama":   {2048, 10000, "silu"},
+	"qwen2":   {32768, 10000, "silu"},
+	"qwen3":   {32768, 10000, "silu"},
+	"smollm3": {32768, 2000000, "silu"},
+	"gemma3":  {131072, 1000000, "gelu_pytorch_tanh"},
 }
 
 // ropeParams is a rope_scaling block, or transformers' newer rope_parameters block that also
@@ -70,23 +118,31 @@ func parseConfig(data []byte) (Config, *mlxQuant, error) {
 	if family := hybridFamily(&h); family != "" {
 		return parseHybridConfig(data, family)
 	}
-	c := Config{BOS: -1}
-	arch := h.ModelType
-	if len(h.Architectures) > 0 {
-		switch h.Architectures[0] {
-		case "LlamaForCausalLM":
-			arch = "llama"
-		case "Qwen2ForCausalLM":
-			arch = "qwen2"
-		default:
-			return Config{}, nil, fmt.Errorf("architecture %q is not supported (want LlamaForCausalLM or Qwen2ForCausalLM)", h.Architectures[0])
+	// A multimodal checkpoint nests the language model's keys; MLX keeps its quantization block
+	// at the top.
+	quantBlocks := []json.RawMessage{h.Quantization, h.QuantizationConfig}
+	if !isNull(h.TextConfig) {
+		if len(h.Architectures) == 0 || h.Architectures[0] != "Gemma3ForConditionalGeneration" {
+			return Config{}, nil, fmt.Errorf("text_config of architecture %v is not supported (want Gemma3ForConditionalGeneration)", h.Architectures)
 		}
+		var t hfConfig
+		if err := json.Unmarshal(h.TextConfig, &t); err != nil {
+			return Config{}, nil, fmt.Errorf("text_config: %w", err)
+		}
+		t.Architectures = h.Architectures
+		quantBlocks = append(quantBlocks, t.Quantization, t.QuantizationConfig)
+		h = t
 	}
-	switch arch {
-	case "llama", "qwen2":
-	default:
-		return Config{}, nil, fmt.Errorf("model type %q is not supported (want llama or qwen2)", arch)
+	c := Config{BOS: -1}
+	arch, ok := hfModelTypes[h.ModelType]
+	if len(h.Architectures) > 0 {
+		if arch, ok = hfArchs[h.Architectures[0]]; !ok {
+			return Config{}, nil, fmt.Errorf("architecture %q is not supported (want one of %v)", h.Architectures[0], slices.Sorted(maps.Keys(hfArchs)))
+		}
+	} else if !ok {
+		return Config{}, nil, fmt.Errorf("model type %q is not supported (want one of %v)", h.ModelType, slices.Sorted(maps.Keys(hfModelTypes)))
 	}
+	def := hfDefaults[arch]
 	c.Arch = arch
 	need := func(p *int, key string) (int, error) {
 		if p == nil {
@@ -110,6 +166,10 @@ func parseConfig(data []byte) (Config, *mlxQuant, error) {
 			return Config{}, nil, err
 		}
 	}
+	// Bounded before anything is sized by it (a config may claim two billion layers).
+	if c.Layers <= 0 || c.Layers > maxLayers {
+		return Config{}, nil, fmt.Errorf("bad config: %d layers (at most %d)", c.Layers, maxLayers)
+	}
 	c.KVHeads = c.Heads
 	if h.NumKeyValueHeads != nil {
 		c.KVHeads = *h.NumKeyValueHeads
@@ -120,59 +180,54 @@ func parseConfig(data []byte) (Config, *mlxQuant, error) {
 	if h.HeadDim != nil {
 		c.HeadDim = *h.HeadDim
 	}
-	c.NormEps = 1e-6 // the transformers default for both architectures
+	c.NormEps = 1e-6 // the transformers default of every architecture here
 	if h.RMSNormEps != nil {
 		c.NormEps = *h.RMSNormEps
 	}
-	c.MaxContext = 2048
-	if arch == "qwen2" {
-		c.MaxContext = 32768
-	}
+	c.MaxContext = def.maxContext
 	if h.MaxPositions != nil {
 		c.MaxContext = *h.MaxPositions
 	}
-	if h.HiddenAct != nil && *h.HiddenAct != "silu" {
-		return Config{}, nil, fmt.Errorf("hidden_act %q is not supported (want silu)", *h.HiddenAct)
+	act := def.act
+	for _, a := range []*string{h.HiddenAct, h.HiddenActivation} {
+		if a != nil {
+			act = *a
+		}
 	}
-	if h.MLPBias != nil && *h.MLPBias || arch == "llama" && h.AttentionBias != nil && *h.AttentionBias {
-		return Config{}, nil, errors.New("llama attention_bias and mlp_bias are not supported")
+	switch act {
+	case "silu":
+		c.Act = SiLU
+	case "gelu_pytorch_tanh":
+		c.Act = GELUTanh
+	default:
+		return Config{}, nil, fmt.Errorf("activation %q is not supported (want silu or gelu_pytorch_tanh)", act)
+	}
+	if h.MLPBias != nil && *h.MLPBias || arch != "qwen2" && h.AttentionBias != nil && *h.AttentionBias {
+		return Config{}, nil, fmt.Errorf("%s attention_bias and mlp_bias are not supported", arch)
 	}
 	if h.UseSlidingWindow != nil && *h.UseSlidingWindow {
 		return Config{}, nil, errors.New("use_sliding_window is not supported")
 	}
 	c.QKVBias = arch == "qwen2"
-	c.RopeStyle = backend.RopeHalf // transformers rotates halves for both architectures
+	c.QKNorm = arch == "qwen3" || arch == "gemma3"
+	c.RopeStyle = backend.RopeHalf // transformers rotates halves in every architecture here
 	c.TiedEmbeddings = h.TieWordEmbeddings != nil && *h.TieWordEmbeddings
 
-	c.RopeTheta = 10000
+	c.RopeTheta = def.ropeTheta
 	if h.RopeTheta != nil {
 		c.RopeTheta = *h.RopeTheta
 	}
-	for _, raw := range []json.RawMessage{h.RopeParameters, h.RopeScaling} {
-		if isNull(raw) {
-			continue
+	if err := parseRopeBlocks(&c, &h); err != nil {
+		return Config{}, nil, err
+	}
+	switch arch {
+	case "smollm3":
+		if err := smolLM3Layers(&c, &h); err != nil {
+			return Config{}, nil, err
 		}
-		var r ropeParams
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return Config{}, nil, fmt.Errorf("rope scaling: %w", err)
-		}
-		if r.RopeTheta != nil && h.RopeTheta == nil {
-			c.RopeTheta = *r.RopeTheta
-		}
-		typ := ""
-		switch {
-		case r.RopeType != nil:
-			typ = *r.RopeType
-		case r.Type != nil:
-			typ = *r.Type
-		}
-		switch typ {
-		case "", "default":
-		case "llama3":
-			c.RopeScale = RopeScaling{Type: typ, Factor: r.Factor, LowFreqFactor: r.LowFreqFactor,
-				HighFreqFactor: r.HighFreqFactor, OriginalMaxPositions: r.OriginalMax}
-		default:
-			return Config{}, nil, fmt.Errorf("rope scaling %q is not supported (only llama3)", typ)
+	case "gemma3":
+		if err := gemma3Config(&c, &h); err != nil {
+			return Config{}, nil, err
 		}
 	}
 
@@ -183,7 +238,7 @@ func parseConfig(data []byte) (Config, *mlxQuant, error) {
 		return Config{}, nil, fmt.Errorf("eos_token_id: %w", err)
 	}
 	var quant *mlxQuant
-	for _, block := range []json.RawMessage{h.Quantization, h.QuantizationConfig} {
+	for _, block := range quantBlocks {
 		if quant == nil && !isNull(block) {
 			if quant, err = parseQuant(block); err != nil {
 				return Config{}, nil, fmt.Errorf("quantization: %w", err)
@@ -191,6 +246,162 @@ func parseConfig(data []byte) (Config, *mlxQuant, error) {
 		}
 	}
 	return c, quant, nil
+}
+
+// parseRopeBlocks reads rope_parameters (transformers 5) and rope_scaling: one block for the
+// model, or, in a Gemma 3 config, one per layer type. rope_theta at the top wins over a
+// block's.
+func parseRopeBlocks(c *Config, h *hfConfig) error {
+	for _, raw := range []json.RawMessage{h.RopeParameters, h.RopeScaling} {
+		if isNull(raw) {
+			continue
+		}
+		var byType map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &byType); err != nil {
+			return fmt.Errorf("rope scaling: %w", err)
+		}
+		full, perType := byType["full_attention"]
+		if !perType {
+			if err := parseRope(raw, &c.RopeTheta, &c.RopeScale, h.RopeTheta != nil); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := parseRope(full, &c.RopeTheta, &c.RopeScale, h.RopeTheta != nil); err != nil {
+			return fmt.Errorf("full_attention: %w", err)
+		}
+		if sliding, ok := byType["sliding_attention"]; ok {
+			var scale RopeScaling
+			if err := parseRope(sliding, &c.LocalRopeTheta, &scale, h.RopeLocalBaseFreq != nil); err != nil {
+				return fmt.Errorf("sliding_attention: %w", err)
+			}
+			if scale.Type != "" {
+				return fmt.Errorf("sliding_attention: rope scaling %q is not supported", scale.Type)
+			}
+		}
+	}
+	return nil
+}
+
+// parseRope reads one rope block into theta (unless keepTheta) and scale.
+func parseRope(raw json.RawMessage, theta *float64, scale *RopeScaling, keepTheta bool) error {
+	var r ropeParams
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return fmt.Errorf("rope scaling: %w", err)
+	}
+	if r.RopeTheta != nil && !keepTheta {
+		*theta = *r.RopeTheta
+	}
+	typ := ""
+	switch {
+	case r.RopeType != nil:
+		typ = *r.RopeType
+	case r.Type != nil:
+		typ = *r.Type
+	}
+	switch typ {
+	case "", "default":
+	case "llama3", "linear":
+		*scale = RopeScaling{Type: typ, Factor: r.Factor, LowFreqFactor: r.LowFreqFactor,
+			HighFreqFactor: r.HighFreqFactor, OriginalMaxPositions: r.OriginalMax}
+	default:
+		return fmt.Errorf("rope scaling %q is not supported (only llama3 and linear)", typ)
+	}
+	return nil
+}
+
+// smolLM3Layers reads which layers skip RoPE: no_rope_layers (1 keeps RoPE), else every
+// no_rope_layer_interval-th layer (transformers' default, 4).
+func smolLM3Layers(c *Config, h *hfConfig) error {
+	interval := 4
+	if h.NoRopeLayerInterval != nil {
+		interval = *h.NoRopeLayerInterval
+	}
+	if h.NoRopeLayers == nil && interval <= 0 {
+		return fmt.Errorf("no_rope_layer_interval %d", interval)
+	}
+	if h.NoRopeLayers != nil && len(h.NoRopeLayers) != c.Layers {
+		return fmt.Errorf("no_rope_layers has %d entries for %d layers", len(h.NoRopeLayers), c.Layers)
+	}
+	c.LayerSpecs = make([]LayerSpec, c.Layers)
+	for i := range c.LayerSpecs {
+		if h.NoRopeLayers != nil {
+			c.LayerSpecs[i].NoRope = h.NoRopeLayers[i] == 0
+		} else {
+			c.LayerSpecs[i].NoRope = (i+1)%interval == 0
+		}
+	}
+	return nil
+}
+
+// gemma3Config reads what Gemma 3 adds: (1+w) norms around both blocks, q/k norms, GELU,
+// scaled embeddings, query_pre_attn_scalar, and sliding-window layers with their own RoPE base.
+func gemma3Config(c *Config, h *hfConfig) error {
+	for key, raw := range map[string]json.RawMessage{"final_logit_softcapping": h.FinalLogitSoftcap, "attn_logit_softcapping": h.AttnLogitSoftcap} {
+		if !isNull(raw) {
+			return fmt.Errorf("%s %s is not supported", key, raw)
+		}
+	}
+	if h.Bidirectional != nil && *h.Bidirectional {
+		return errors.New("use_bidirectional_attention is not supported")
+	}
+	c.NormOffset = 1
+	c.SandwichNorms = true
+	// transformers multiplies by sqrt(hidden_size) as a float32 tensor cast to the weights'
+	// dtype; the engine computes in float32 (embedScale rounds it for 16-bit tables).
+	c.EmbedScale = float32(math.Sqrt(float64(c.Dim)))
+	if h.TieWordEmbeddings == nil {
+		c.TiedEmbeddings = true // Gemma3TextConfig's default
+	}
+	c.QueryScale = 256
+	if h.QueryPreAttnScalar != nil {
+		c.QueryScale = *h.QueryPreAttnScalar
+	}
+	if h.RopeLocalBaseFreq != nil {
+		c.LocalRopeTheta = *h.RopeLocalBaseFreq
+	} else if c.LocalRopeTheta == 0 {
+		c.LocalRopeTheta = 10000
+	}
+	window := 4096
+	if h.SlidingWindow != nil {
+		window = *h.SlidingWindow
+	}
+	types := h.LayerTypes
+	if types == nil {
+		pattern := 6
+		for _, p := range []*int{h.SlidingWindowPattern, h.SlidingPatternBC} {
+			if p != nil {
+				pattern = *p
+			}
+		}
+		if pattern <= 0 {
+			return fmt.Errorf("sliding_window_pattern %d", pattern)
+		}
+		for i := range c.Layers {
+			if (i+1)%pattern != 0 {
+				types = append(types, "sliding_attention")
+			} else {
+				types = append(types, "full_attention")
+			}
+		}
+	}
+	if len(types) != c.Layers {
+		return fmt.Errorf("layer_types has %d entries for %d layers", len(types), c.Layers)
+	}
+	c.LayerSpecs = make([]LayerSpec, c.Layers)
+	for i, t := range types {
+		switch t {
+		case "full_attention":
+		case "sliding_attention":
+			if window <= 0 {
+				return fmt.Errorf("sliding_window %d", window)
+			}
+			c.LayerSpecs[i] = LayerSpec{LocalRope: true, Window: window}
+		default:
+			return fmt.Errorf("layer type %q is not supported", t)
+		}
+	}
+	return nil
 }
 
 // ids reads a token id field that may be absent, null, an int or a list of ints.
@@ -323,11 +534,13 @@ func openDir(dir string) (_ *Model, err error) {
 		if err := prepareHybrid(set, quant, &m.Config); err != nil {
 			return nil, fmt.Errorf("weights: %s: %w", dir, err)
 		}
+	} else if err := aliasLanguageModel(set, quant); err != nil {
+		return nil, fmt.Errorf("weights: %s: %w", dir, err)
 	}
 	if _, ok := set.ByName["lm_head.weight"]; !ok {
 		m.Config.TiedEmbeddings = true
 	}
-	if err := checkConfig(m.Config); err != nil {
+	if err := CheckConfig(m.Config); err != nil {
 		return nil, fmt.Errorf("weights: %s: %w", cfgPath, err)
 	}
 	err = collect(m, func(name string) (*tensor.Tensor, string, error) {
@@ -336,7 +549,54 @@ func openDir(dir string) (_ *Model, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("weights: %w", err)
 	}
+	roundEmbedScale(m)
 	return m, nil
+}
+
+// aliasLanguageModel gives the tensors of a multimodal checkpoint's language model (Gemma 3's
+// language_model.model.*) their canonical names; the vision tower stays unused.
+func aliasLanguageModel(set *safetensors.Set, quant *mlxQuant) error {
+	aliases := map[string]*safetensors.Tensor{}
+	for name, t := range set.ByName {
+		if canon := canonicalName(name, false); canon != "" {
+			if _, taken := set.ByName[canon]; taken {
+				return fmt.Errorf("tensors %q and %q are the same weight", name, canon)
+			}
+			aliases[canon] = t
+		}
+	}
+	maps.Copy(set.ByName, aliases)
+	if quant != nil {
+		for module, spec := range quant.overrides {
+			if canon := canonicalName(module+".", false); canon != "" {
+				quant.overrides[strings.TrimSuffix(canon, ".")] = spec
+			}
+		}
+	}
+	return nil
+}
+
+// roundEmbedScale rounds Config.EmbedScale as the reference implementation of the file's
+// format does: transformers casts it to the embedding's dtype (F16, BF16), mlx-lm to bfloat16.
+func roundEmbedScale(m *Model) {
+	c := &m.Config
+	if c.EmbedScale == 0 {
+		return
+	}
+	switch m.Tensors["model.embed_tokens.weight"].DType {
+	case tensor.BF16, tensor.Affine:
+		c.EmbedScale = roundMantissa(c.EmbedScale, 16)
+	case tensor.F16:
+		c.EmbedScale = roundMantissa(c.EmbedScale, 13)
+	}
+}
+
+// roundMantissa rounds x to nearest even, keeping 23-drop mantissa bits: bfloat16 (drop 16)
+// or, for values in float16's normal range as sqrt(hidden size) is, float16 (drop 13).
+func roundMantissa(x float32, drop uint) float32 {
+	b := math.Float32bits(x)
+	b += 1<<(drop-1) - 1 + (b>>drop)&1
+	return math.Float32frombits(b &^ (1<<drop - 1))
 }
 
 // addGenerationEOS adds the end-of-sequence ids of generation_config.json, which chat models use

@@ -346,7 +346,7 @@ func FuzzParseConfig(f *testing.F) {
 		if c.Arch != "llama" && c.Arch != "qwen2" {
 			t.Fatalf("accepted architecture %q", c.Arch)
 		}
-		if checkConfig(c) == nil && (c.Heads <= 0 || c.KVHeads <= 0 || c.Heads%c.KVHeads != 0 || c.HeadDim <= 0) {
+		if CheckConfig(c) == nil && (c.Heads <= 0 || c.KVHeads <= 0 || c.Heads%c.KVHeads != 0 || c.HeadDim <= 0) {
 			t.Fatalf("checkConfig accepted %+v", c)
 		}
 	})

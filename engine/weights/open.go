@@ -2,6 +2,7 @@ package weights
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -75,19 +76,47 @@ func required(c Config) []want {
 				want{p + "self_attn.v_proj.bias", []int{kvd}},
 			)
 		}
+		if c.QKNorm {
+			ws = append(ws,
+				want{p + "self_attn.q_norm.weight", []int{c.HeadDim}},
+				want{p + "self_attn.k_norm.weight", []int{c.HeadDim}},
+			)
+		}
+		if c.SandwichNorms {
+			ws = append(ws,
+				want{p + "pre_feedforward_layernorm.weight", []int{c.Dim}},
+				want{p + "post_feedforward_layernorm.weight", []int{c.Dim}},
+			)
+		}
 	}
 	return ws
 }
 
-// checkConfig rejects hyperparameters no forward pass can use, before they size anything.
-func checkConfig(c Config) error {
+// Bounds on sizes read from a file, checked before any of them sizes an allocation: far above
+// any model this engine runs, low enough that products of them cannot overflow.
+const (
+	maxWidth = 1 << 20 // hidden size, intermediate size, heads, head dim
+	maxVocab = 1 << 22
+)
+
+// CheckConfig rejects hyperparameters no forward pass can use, before they size anything.
+func CheckConfig(c Config) error {
 	switch {
 	case c.Vocab <= 0 || c.Dim <= 0 || c.Layers <= 0 || c.FFN <= 0:
 		return fmt.Errorf("bad config: vocab %d, hidden %d, layers %d, intermediate %d", c.Vocab, c.Dim, c.Layers, c.FFN)
-	case c.Heads <= 0 || c.KVHeads <= 0 || c.Heads%c.KVHeads != 0:
+	case c.Layers > maxLayers || c.Vocab > maxVocab || c.Dim > maxWidth || c.FFN > maxWidth:
+		return fmt.Errorf("bad config: vocab %d, hidden %d, layers %d, intermediate %d (at most %d, %d, %d, %d)",
+			c.Vocab, c.Dim, c.Layers, c.FFN, maxVocab, maxWidth, maxLayers, maxWidth)
+	case c.Heads <= 0 || c.KVHeads <= 0 || c.Heads%c.KVHeads != 0 || c.Heads > maxWidth:
 		return fmt.Errorf("bad config: %d attention heads for %d kv heads", c.Heads, c.KVHeads)
-	case c.HeadDim <= 0 || c.HeadDim%2 != 0:
-		return fmt.Errorf("bad config: head dim %d (must be even and positive)", c.HeadDim)
+	case c.HeadDim <= 0 || c.HeadDim%2 != 0 || c.HeadDim > maxWidth || c.Heads*c.HeadDim > maxWidth:
+		return fmt.Errorf("bad config: head dim %d for %d heads (must be even and positive, at most %d in all)", c.HeadDim, c.Heads, maxWidth)
+	case c.LayerSpecs != nil && len(c.LayerSpecs) != c.Layers:
+		return fmt.Errorf("bad config: %d layer specs for %d layers", len(c.LayerSpecs), c.Layers)
+	case c.RopeDims < 0 || c.RopeDims%2 != 0 || c.RopeDims > c.HeadDim:
+		return fmt.Errorf("bad config: %d rotary dimensions of head dim %d", c.RopeDims, c.HeadDim)
+	case !(c.QueryScale >= 0) || math.IsInf(c.QueryScale, 0) || !(c.EmbedScale >= 0) || math.IsInf(float64(c.EmbedScale), 0):
+		return fmt.Errorf("bad config: query scale %g, embedding scale %g", c.QueryScale, c.EmbedScale)
 	case !(c.NormEps > 0) || !(c.RopeTheta > 0):
 		return fmt.Errorf("bad config: rms norm eps %g, rope theta %g", c.NormEps, c.RopeTheta)
 	case c.MaxContext <= 0:
@@ -112,13 +141,23 @@ func checkConfig(c Config) error {
 			return fmt.Errorf("bad config: rope factor %g", f)
 		}
 	}
-	if s := c.RopeScale; s.Type != "" {
-		if s.Type != "llama3" {
-			return fmt.Errorf("rope scaling %q is not supported (only llama3)", s.Type)
+	for i, l := range c.LayerSpecs {
+		if l.Window < 0 || l.LocalRope && !(c.LocalRopeTheta > 0) {
+			return fmt.Errorf("bad config: layer %d: window %d, local rope theta %g", i, l.Window, c.LocalRopeTheta)
 		}
+	}
+	switch s := c.RopeScale; s.Type {
+	case "":
+	case "llama3":
 		if !(s.Factor > 0) || !(s.LowFreqFactor > 0) || !(s.HighFreqFactor > s.LowFreqFactor) || s.OriginalMaxPositions <= 0 {
 			return fmt.Errorf("bad llama3 rope scaling %+v", s)
 		}
+	case "linear":
+		if !(s.Factor > 0) || math.IsInf(s.Factor, 0) {
+			return fmt.Errorf("bad linear rope scaling factor %g", s.Factor)
+		}
+	default:
+		return fmt.Errorf("rope scaling %q is not supported (only llama3 and linear)", s.Type)
 	}
 	return nil
 }
