@@ -100,7 +100,7 @@ func checkRefCase(t *testing.T, dir string, c refCase, dequantize bool) {
 // parityFixtures names the directories under testdata/models whose reference.json the engine
 // must match. A family joins the list with the loader that runs it; a listed fixture whose data
 // is missing fails.
-var parityFixtures = []string{"llama", "llama3", "qwen2", "qwen3", "smollm3", "gemma3"}
+var parityFixtures = []string{"llama", "llama3", "qwen2", "qwen3", "smollm3", "gemma3", "lfm2", "qwen3_5"}
 
 func parityFiles() []string {
 	files := make([]string, len(parityFixtures))

@@ -123,6 +123,9 @@ func fromGGUF(f *gguf.File, path string) (*Model, error) {
 	if m.GGUFVocab, err = ggufVocab(f); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if arch, _ := f.String("general.architecture"); hybridGGUFArchs[arch] != "" {
+		return hybridFromGGUF(f, path, arch, m)
+	}
 	if m.Config, err = ggufConfig(f, m.GGUFVocab); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
