@@ -150,7 +150,7 @@ func TestPoolTrimsGrownSessions(t *testing.T) {
 // buffers, 150 goroutines and the garbage between collections.
 const (
 	rssBudgetMiB   = 32
-	rssOverheadMiB = 96
+	rssOverheadMiB = 48
 )
 
 // TestPoolBoundsRSS runs 150 concurrent clients of the bundled model in a child process (so
@@ -209,12 +209,12 @@ func poolRSSChild(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// About 120 distinct tokens per client, so each session touches its own cache pages.
+			// About 70 distinct tokens per client, so each session touches its own cache pages.
 			var b strings.Builder
-			for j := range 12 {
+			for j := range 6 {
 				fmt.Fprintf(&b, "value%d_%d := compute(%d, %d)\n", i, j, i*j, j)
 			}
-			if _, err := c.Complete(context.Background(), fmt.Sprint("client", i), Request{Prefix: b.String(), MaxTokens: 8}, nil); err != nil {
+			if _, err := c.Complete(context.Background(), fmt.Sprint("client", i), Request{Prefix: b.String(), MaxTokens: 4}, nil); err != nil {
 				errs <- err
 			}
 		}()
