@@ -49,6 +49,11 @@ func (c *Client) readLoop() {
 			c.fail(fmt.Errorf("server: bad frame: %w", err))
 			return
 		}
+		if f.Done && len(f.ID) == 0 && f.Error != "" {
+			// Not about one request: the server refused the connection (too many) or a line.
+			c.fail(fmt.Errorf("server: %s", f.Error))
+			return
+		}
 		c.mu.Lock()
 		ch := c.pending[string(f.ID)]
 		if f.Done {

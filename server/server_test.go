@@ -339,6 +339,11 @@ func TestOverLimitGetsError(t *testing.T) {
 	if f := r.frame(); !f.Done || !strings.Contains(f.Error, "too many connections") {
 		t.Errorf("over the limit: %+v, want a final frame saying too many connections", f)
 	}
+	// The client passes the server's words on.
+	c := dial(t, path)
+	if _, err := c.Complete(context.Background(), Request{Prefix: "x"}, nil); err == nil || !strings.Contains(err.Error(), "too many connections") {
+		t.Errorf("Client over the limit: %v", err)
+	}
 }
 
 // A connection that has sent requests stays open while they run, however long, and closes
