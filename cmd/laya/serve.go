@@ -93,7 +93,7 @@ func runServe(args []string) error {
 	defer srv.Close()
 	fmt.Fprintf(os.Stderr, "laya: serving %s (%s, %s backend, %d positions) on %s\n", info.Path, info.Arch, info.Backend, info.Context, path)
 	if ol != nil {
-		hs := httpapi.New(comp, httpapi.Options{Key: key, ModelName: filepath.Base(info.Path), Logf: logf})
+		hs := httpapi.New(comp, httpapi.Options{Key: key, ModelName: filepath.Base(info.Path), ContextLength: info.Context, Logf: logf})
 		go func() { errc <- hs.Serve(ol) }()
 		defer hs.Close()
 		fmt.Fprintf(os.Stderr, "laya: HTTP endpoint on http://%s (OpenAI /v1/completions, llama.cpp /infill, Ollama /api/generate)\n", ol.Addr())

@@ -4,8 +4,8 @@
 //   - OpenAI: POST /v1/completions (streaming with "stream": true) and GET /v1/models;
 //   - llama.cpp server: POST /infill (input_prefix, input_suffix, input_extra, prompt, n_predict,
 //     stream), what llama.vscode and llama.vim send;
-//   - Ollama: POST /api/generate with "suffix" (streaming by default) and GET /api/tags, what
-//     Continue and Twinny send for autocompletion.
+//   - Ollama: POST /api/generate with "suffix" (streaming by default), GET /api/tags and
+//     POST /api/show, what Continue and Twinny send for autocompletion.
 //
 // A TCP port cannot tell which local user connects, so every route requires the API key as
 // "Authorization: Bearer KEY" unless the server runs without one; requests a web page could
@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"strconv"
@@ -37,8 +38,10 @@ import (
 type Options struct {
 	// Key is the API key every request must carry as a bearer token; "" serves without one.
 	Key string
-	// ModelName is the model id the endpoints report; "" = "laya".
-	ModelName string
+	// ModelName is the model id the endpoints report; "" = "laya". ContextLength is the
+	// positions of a session, reported where a protocol asks (Ollama's /api/show).
+	ModelName     string
+	ContextLength int
 	// MaxConns is the most connections served at once; 0 = 64. At the limit the connection
 	// idle the longest is closed to admit a new one; when none is idle the new one is answered
 	// 503 and closed.
@@ -104,6 +107,7 @@ func New(c server.Completer, opt Options) *Server {
 	mux.HandleFunc("POST /infill", s.infill)
 	mux.HandleFunc("POST /api/generate", s.ollamaGenerate)
 	mux.HandleFunc("GET /api/tags", s.ollamaTags)
+	mux.HandleFunc("POST /api/show", s.ollamaShow)
 	s.srv = &http.Server{
 		Handler:           s.guard(mux),
 		ReadHeaderTimeout: opt.ReadTimeout,
@@ -114,7 +118,7 @@ func New(c server.Completer, opt Options) *Server {
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, connKey{}, s.conn.id(c))
 		},
-		ErrorLog: nil,
+		ErrorLog: log.New(logWriter(opt.Logf), "", 0),
 	}
 	return s
 }
@@ -139,6 +143,14 @@ func (s *Server) Close() error {
 }
 
 type connKey struct{}
+
+// logWriter passes net/http's own log lines to Logf.
+type logWriter func(format string, args ...any)
+
+func (f logWriter) Write(b []byte) (int, error) {
+	f("%s", strings.TrimSuffix(string(b), "\n"))
+	return len(b), nil
+}
 
 // guard refuses what a web page could send and requests without the key, and bounds bodies.
 func (s *Server) guard(next http.Handler) http.Handler {

@@ -271,6 +271,7 @@ func TestAPIKey(t *testing.T) {
 		{"POST", "/infill", `{"input_prefix":"a"}`},
 		{"POST", "/api/generate", `{"prompt":"a","stream":false}`},
 		{"GET", "/api/tags", ""},
+		{"POST", "/api/show", `{"model":"m"}`},
 	}
 	for _, rt := range routes {
 		for _, auth := range []string{"", "Bearer wrong", "Basic " + testKey, testKey, "Bearer " + testKey + "x"} {
@@ -369,7 +370,7 @@ func TestInfill(t *testing.T) {
 // /api/generate as Continue and Twinny send it: prompt, suffix, options; NDJSON by default.
 func TestOllamaGenerate(t *testing.T) {
 	e := &echo{}
-	url := start(t, e, Options{Key: testKey, ModelName: "m"})
+	url := start(t, e, Options{Key: testKey, ModelName: "m", ContextLength: 1024})
 	status, body, h := do(t, "POST", url+"/api/generate", `{"model":"qwen2.5-coder:1.5b","prompt":"x = ","suffix":"\nprint(x)","raw":true,"keep_alive":"30m",
 		"options":{"num_predict":64,"temperature":0.01,"top_k":1,"top_p":1,"stop":["\n\n","<|endoftext|>"],"num_ctx":4096}}`)
 	if status != 200 || h.Get("Content-Type") != "application/x-ndjson" {
@@ -416,6 +417,10 @@ func TestOllamaGenerate(t *testing.T) {
 	status, body, _ = do(t, "GET", url+"/api/tags", "")
 	if status != 200 || !strings.Contains(body, `"name":"m"`) {
 		t.Errorf("tags: %d %s", status, body)
+	}
+	status, body, _ = do(t, "POST", url+"/api/show", `{"model":"m"}`)
+	if status != 200 || !strings.Contains(body, `"laya.context_length":1024`) || !strings.Contains(body, `"insert"`) {
+		t.Errorf("show: %d %s", status, body)
 	}
 }
 

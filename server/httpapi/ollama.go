@@ -45,6 +45,21 @@ func (s *Server) ollamaTags(w http.ResponseWriter, r *http.Request) {
 	}}})
 }
 
+// ollamaShow describes the model in the fields clients read: the context length in model_info
+// and "insert" (fill-in-the-middle with suffix) among the capabilities.
+func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
+	info := map[string]any{"general.architecture": "laya"}
+	if s.opt.ContextLength > 0 {
+		info["laya.context_length"] = s.opt.ContextLength
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"modelfile": "", "parameters": "", "template": "{{ .Prompt }}",
+		"details":      map[string]any{"format": "laya", "family": "laya"},
+		"model_info":   info,
+		"capabilities": []string{"completion", "insert"},
+	})
+}
+
 func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 	var q ollamaRequest
 	if !s.decode(w, r, &q) {
