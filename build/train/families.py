@@ -181,11 +181,12 @@ def gguf_kv(mt, tc, tied):
 
 
 def write_gguf(path, mt, tc, sd, scheme, tied, tok_kv, name):
-    """scheme: f16, q8_0 or q4_k (Q4_K, with Q6_K for attn_v/ffn_down/output, as Q4_K_M).
+    """scheme: f16, q8_0, q4_k (Q4_K, with Q6_K for attn_v/ffn_down/output) or q4_k_m (the
+    same, and Q6_K for a tied token_embd, which llama.cpp's Q4_K_M treats as the output matrix).
     A 2-D tensor whose rows do not split into the type's blocks falls back to F16, as the
     converter does. Returns the dequantized HF-named state."""
-    main = {"f16": Q.GGML_F16, "q8_0": Q.GGML_Q8_0, "q4_k": Q.GGML_Q4_K}[scheme]
-    ftype = {"f16": 1, "q8_0": 7, "q4_k": 15}[scheme]
+    main = {"f16": Q.GGML_F16, "q8_0": Q.GGML_Q8_0, "q4_k": Q.GGML_Q4_K, "q4_k_m": Q.GGML_Q4_K}[scheme]
+    ftype = {"f16": 1, "q8_0": 7, "q4_k": 15, "q4_k_m": 15}[scheme]
     block = {Q.GGML_F16: 1, Q.GGML_Q8_0: 32, Q.GGML_Q4_K: 256, Q.GGML_Q6_K: 256}
     tensors, deq = [], {}
     for k, v in sd.items():
@@ -197,7 +198,8 @@ def write_gguf(path, mt, tc, sd, scheme, tied, tok_kv, name):
         else:
             gt = main
             g = gguf_name(mt, k)
-            if scheme == "q4_k" and (".attn_v." in g or ".ffn_down." in g or g == "output.weight"):
+            head = g == "output.weight" or (scheme == "q4_k_m" and tied and g == "token_embd.weight")
+            if scheme in ("q4_k", "q4_k_m") and (".attn_v." in g or ".ffn_down." in g or head):
                 gt = Q.GGML_Q6_K
             if w.shape[-1] % block[gt]:
                 gt = Q.GGML_F16
