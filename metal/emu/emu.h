@@ -36,6 +36,8 @@ EMU_ASSERT(offsetof(emu_dispatch, params) == 228, "emu_dispatch layout");
 #ifdef __cplusplus
 extern "C" {
 #endif
+// emu_set_seed sets the seed of the threadgroup and thread orders and of the fast-math errors.
+void emu_set_seed(uint64_t seed);
 // emu_run executes n dispatches in order; it returns NULL or a static error message.
 const char* emu_run(const emu_dispatch* d, int n);
 // emu_selftest checks the compatibility header and the emulator; NULL or a failure message.

@@ -11,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/layaapp/laya/metal"
@@ -22,6 +24,25 @@ import (
 // and device.go against the same constants).
 var _ [unsafe.Sizeof(metal.Dispatch{}) - C.sizeof_emu_dispatch]byte
 var _ [C.sizeof_emu_dispatch - unsafe.Sizeof(metal.Dispatch{})]byte
+
+// seed is the emulator's seed; seedErr a LAYA_EMU_SEED that did not parse, reported by every Run.
+var seed, seedErr = func() (uint64, error) {
+	s := uint64(time.Now().UnixNano())
+	if v := os.Getenv("LAYA_EMU_SEED"); v != "" {
+		var err error
+		if s, err = strconv.ParseUint(v, 10, 64); err != nil {
+			return 0, fmt.Errorf("emu: LAYA_EMU_SEED=%q is not an unsigned integer", v)
+		}
+	}
+	C.emu_set_seed(C.uint64_t(s))
+	return s, nil
+}()
+
+// Seed returns the seed of this process's emulator: the order in which threadgroups and threads
+// run and the errors fast math adds derive from it, so that a failure under one order shows.
+// It is random per process unless LAYA_EMU_SEED sets it; that seed and the same sequence of
+// runs repeat a run exactly.
+func Seed() uint64 { return seed }
 
 // Device is the emulated GPU. Buffer handles are the addresses of the memory they name.
 //
@@ -132,6 +153,9 @@ func (d *Device) Read(dst []byte, src metal.Arg) {
 
 // Run executes the dispatches in order on the SIMT emulator.
 func (d *Device) Run(plan []metal.Dispatch) error {
+	if seedErr != nil {
+		return seedErr
+	}
 	if len(plan) == 0 {
 		return nil
 	}

@@ -153,7 +153,20 @@ func generate(t *testing.T, path, be string, prompts [][]int32, n int) []run {
 	return runs
 }
 
-// compareRuns requires identical greedy ids and top-5 logprobs within tol.
+// How far logprobs may move on the emulated backend: its fast:: functions carry the errors
+// Metal's specification allows (msl.h), and sin and cos may be off by 2^-13, which RoPE puts into
+// every query and key. With those errors the parity fixtures' logprobs move by up to about 2e-3,
+// the tiny random models' below (weights up to ±0.5: more sensitive) by up to 1e-2 over six
+// seeds, and by 3e-5 without the sin/cos errors. 1e-3 held only while the emulator computed
+// precise values, which a GPU with fast math, Metal's default, does not promise.
+const (
+	fastMathTol  = 5e-3
+	tinyModelTol = 2e-2
+)
+
+// compareRuns requires identical greedy ids and top-5 logprobs within tol; ids of the other top
+// entries only where the reference's neighbours are apart by more than twice tol, since near-ties
+// may order either way.
 func compareRuns(t *testing.T, got, want []run, tol float64) {
 	t.Helper()
 	for i := range want {
@@ -167,9 +180,11 @@ func compareRuns(t *testing.T, got, want []run, tol float64) {
 			if got[i].ids[j] != id {
 				t.Fatalf("prompt %d step %d: token %d, want %d (top %v vs %v)", i, j, got[i].ids[j], id, got[i].top[j], want[i].top[j])
 			}
-			for k, e := range want[i].top[j] {
+			top := want[i].top[j]
+			for k, e := range top {
 				g := got[i].top[j][k]
-				if g.ID != e.ID || math.Abs(float64(g.Logprob-e.Logprob)) > tol {
+				apart := (k == 0 || float64(top[k-1].Logprob-e.Logprob) > 2*tol) && (k+1 >= len(top) || float64(e.Logprob-top[k+1].Logprob) > 2*tol)
+				if (apart && g.ID != e.ID) || math.Abs(float64(g.Logprob-e.Logprob)) > tol {
 					t.Fatalf("prompt %d step %d: top[%d] = %+v, want %+v", i, j, k, g, e)
 				}
 			}
@@ -189,7 +204,7 @@ func TestModelMatchesCPU(t *testing.T) {
 			dir := tinyModel(t, c.arch, c.dt, uint64(len(c.arch)))
 			want := generate(t, dir, "cpu", prompts, 5)
 			got := generate(t, dir, "metal-emu", prompts, 5)
-			compareRuns(t, got, want, 1e-3)
+			compareRuns(t, got, want, tinyModelTol)
 		})
 	}
 }

@@ -86,6 +86,51 @@ T Unpack(uint64_t u) {
   return v;
 }
 
+// Pow2 is 2^e (C++14 has no hexadecimal float literals).
+constexpr float Pow2(int e) {
+  float r = 1;
+  for (; e > 0; e--) r *= 2;
+  for (; e < 0; e++) r /= 2;
+  return r;
+}
+
+// Seed is the emulator's seed (emu.Seed in Go), from which fast-math errors derive.
+uint64_t Seed();
+
+// Noise is a value in [-1, 1) fixed by the function fn, its argument x and the seed: a GPU's
+// approximation is a fixed function of its input, so equal arguments give equal results.
+inline float Noise(uint32_t fn, float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  uint64_t h = (Seed() ^ (uint64_t(fn) << 32 | bits)) + 0x9e3779b97f4a7c15ull;  // splitmix64
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+  h ^= h >> 31;
+  return float(int32_t(uint32_t(h >> 32))) * Pow2(-31);
+}
+
+// WithinUlps moves r, the precise value of fn(x), by up to bound-1 units in the last place (the
+// precise value is itself up to one off), never past infinity or through zero.
+inline float WithinUlps(uint32_t fn, float x, float r, float bound) {
+  long k = std::lround(Noise(fn, x) * (std::floor(bound) - 1));
+  if (!std::isfinite(r) || r == 0 || k == 0) return r;
+  uint32_t u;
+  std::memcpy(&u, &r, 4);
+  int64_t mag = int64_t(u & 0x7fffffffu) + k;
+  if (mag <= 0 || mag >= 0x7f800000) return r;
+  u = (u & 0x80000000u) | uint32_t(mag);
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+
+// WithinAbs moves r, the precise value of fn(x), by less than bound, leaving room for the
+// rounding of the sum and the precise value's own error.
+inline float WithinAbs(uint32_t fn, float x, float r, float bound) {
+  if (!std::isfinite(r)) return r;
+  float ulp = std::nextafter(std::fabs(r), INFINITY) - std::fabs(r);
+  return r + Noise(fn, x) * std::fmax(bound - 2 * ulp, 0.0f);
+}
+
 }  // namespace rt
 }  // namespace msl
 
@@ -222,14 +267,6 @@ T as_type(U u) {
   return t;
 }
 
-inline float exp(float x) { return std::exp(x); }
-inline float exp2(float x) { return std::exp2(x); }
-inline float log(float x) { return std::log(x); }
-inline float sqrt(float x) { return std::sqrt(x); }
-inline float rsqrt(float x) { return 1.0f / std::sqrt(x); }
-inline float cos(float x) { return std::cos(x); }
-inline float sin(float x) { return std::sin(x); }
-inline float tanh(float x) { return std::tanh(x); }
 inline float abs(float x) { return std::fabs(x); }
 inline float fabs(float x) { return std::fabs(x); }
 inline float floor(float x) { return std::floor(x); }
@@ -252,26 +289,70 @@ T select(T a, T b, bool c) {
   return c ? b : a;
 }
 
-// fast:: and precise:: variants compute the same precise result on the CPU, so a kernel's
-// tolerance against the CPU backend does not depend on which one it chose.
-namespace fast {
+namespace precise {
 inline float exp(float x) { return std::exp(x); }
 inline float exp2(float x) { return std::exp2(x); }
 inline float log(float x) { return std::log(x); }
-inline float rsqrt(float x) { return 1.0f / std::sqrt(x); }
 inline float sqrt(float x) { return std::sqrt(x); }
+inline float rsqrt(float x) { return float(1 / std::sqrt(double(x))); }
 inline float cos(float x) { return std::cos(x); }
 inline float sin(float x) { return std::sin(x); }
+inline float tanh(float x) { return std::tanh(x); }
 inline float divide(float a, float b) { return a / b; }
+}  // namespace precise
+
+// fast:: returns what Metal's fast math may: the precise value moved by a pseudo-random error up
+// to the bound of the Metal Shading Language specification (version 4, section 8.4, Table 8.2,
+// "Accuracy of single-precision operations and functions with fast math enabled"):
+//   exp(x), exp2(x)  <= 3 + floor(fabs(2 * x)) ulp
+//   log(x)           absolute error <= 2^-21 for x in [0.5, 2], otherwise <= 3 ulp for x > 0
+//   rsqrt            <= 2 ulp
+//   sqrt(x)          implemented as x * rsqrt(x), special cases handled correctly
+//   sin(x), cos(x)   absolute error <= 2^-13 for x in [-pi, pi], "larger otherwise"; outside we
+//                    assume 2^-13 + |x| * 2^-22 (an argument reduction good to a few ulp of x)
+//   x / y (divide)   <= 2.5 ulp for |y| in [2^-126, 2^126]
+//   tanh(x)          implemented as (t - 1) / (t + 1), t = exp(2 * x)
+// Fast math is Metal's default and the device does not turn it off, so the plain metal:: names
+// are these, and kernel tolerances must hold with errors this large. Not imitated: the operator
+// / (also <= 2.5 ulp under fast math) stays correctly rounded here, and the Metal compiler's
+// reassociation and contraction of float expressions.
+namespace fast {
+enum : uint32_t { kExp = 1, kExp2, kLog, kRsqrt, kSin, kCos, kDivide };
+
+inline float exp(float x) { return msl::rt::WithinUlps(kExp, x, std::exp(x), 3 + std::floor(std::fabs(2 * x))); }
+inline float exp2(float x) { return msl::rt::WithinUlps(kExp2, x, std::exp2(x), 3 + std::floor(std::fabs(2 * x))); }
+inline float log(float x) {
+  if (x >= 0.5f && x <= 2) return msl::rt::WithinAbs(kLog, x, std::log(x), msl::rt::Pow2(-21));
+  return x > 0 ? msl::rt::WithinUlps(kLog, x, std::log(x), 3) : std::log(x);
+}
+inline float rsqrt(float x) { return msl::rt::WithinUlps(kRsqrt, x, precise::rsqrt(x), 2); }
+inline float sqrt(float x) { return x > 0 && std::isfinite(x) ? x * rsqrt(x) : std::sqrt(x); }
+inline float trig_bound(float x) {
+  using msl::rt::Pow2;
+  return std::fabs(x) <= 3.14159265f ? Pow2(-13) : Pow2(-13) + std::fabs(x) * Pow2(-22);
+}
+inline float sin(float x) { return msl::rt::WithinAbs(kSin, x, std::sin(x), trig_bound(x)); }
+inline float cos(float x) { return msl::rt::WithinAbs(kCos, x, std::cos(x), trig_bound(x)); }
+inline float divide(float a, float b) {
+  float q = a / b, m = std::fabs(b);
+  // The error is fixed by the quotient here, as the noise takes one argument.
+  return m >= msl::rt::Pow2(-126) && m <= msl::rt::Pow2(126) ? msl::rt::WithinUlps(kDivide, q, q, 2.5f) : q;
+}
+inline float tanh(float x) {
+  float t = exp(2 * x);
+  return std::isinf(t) ? 1.0f : (t - 1) / (t + 1);
+}
 }  // namespace fast
-namespace precise {
+
 using fast::cos;
+using fast::divide;
 using fast::exp;
+using fast::exp2;
 using fast::log;
 using fast::rsqrt;
 using fast::sin;
 using fast::sqrt;
-}  // namespace precise
+using fast::tanh;
 
 inline void threadgroup_barrier(mem_flags) { msl::rt::Barrier(); }
 inline void simdgroup_barrier(mem_flags) { msl::rt::Exchange(0); }

@@ -1,7 +1,8 @@
 // selftest_linux.cpp checks the parts of msl.h and the emulator that the production kernels do
 // not all use (every collective, quad ops, attributes of 2-D threadgroups, barriers, deadlock
-// detection, half and bfloat rounding, transposed simdgroup loads) against expectations written
-// out in plain C++. emu_selftest is called by the package's tests.
+// detection, half and bfloat rounding, transposed simdgroup loads, the random threadgroup order
+// and the fast-math error bounds) against expectations written out in plain C++. emu_selftest is
+// called by the package's tests.
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -66,6 +67,16 @@ kernel void matrix(device const float* a [[buffer(0)]], device const float* b [[
   simdgroup_store(mc, out, 8);
   simdgroup_multiply_accumulate(mc, ma, mbt, make_filled_simdgroup_matrix<float, 8, 8>(0.0f));
   simdgroup_store(mc, out + 64, 8);
+}
+
+// order records the order in which threadgroups run: thread 0 of each takes a ticket.
+kernel void order(device uint* out, device uint* counter, uint g [[threadgroup_position_in_grid]],
+                  uint tid [[thread_index_in_threadgroup]]) {
+  if (tid == 0) out[g] = counter[0]++;
+}
+
+void kOrder(void* const* b, const msl::Ids& id) {
+  order(static_cast<uint*>(b[0]), static_cast<uint*>(b[1]), id.tgpig.x, id.tiitg);
 }
 
 void kCollectives(void* const* b, const msl::Ids& id) {
@@ -183,10 +194,75 @@ const char* checkRounding() {
   return nullptr;
 }
 
+// checkOrder runs 64 threadgroups twice: each run must take every group once, not in id order,
+// and the two runs must differ.
+const char* checkOrder() {
+  const int n = 64;
+  std::vector<uint> first;
+  for (int run = 0; run < 2; run++) {
+    std::vector<uint> out(n), counter(1), seen(n);
+    if (const char* e = emu_run_kernel(kOrder, dispatch({out.data(), counter.data()}, n, 1, 32, 1))) return e;
+    bool inOrder = true;
+    for (int g = 0; g < n; g++) {
+      if (out[g] >= uint(n) || seen[out[g]]++) return fail("threadgroup order: ticket", g, out[g], -1);
+      inOrder = inOrder && out[g] == uint(g);
+    }
+    if (inOrder) return "selftest: threadgroups ran in id order";
+    if (run == 1 && out == first) return "selftest: two runs ran threadgroups in the same order";
+    first = out;
+  }
+  return nullptr;
+}
+
+// ulps is |got - want| in units in the last place of want as a float.
+double ulps(float got, double want) {
+  float w = std::fabs(float(want));
+  return std::fabs(got - want) / (std::nextafter(w, INFINITY) - w);
+}
+
+// checkFastMath checks that fast:: (and so metal::) functions stay within the bounds msl.h cites
+// from Metal's specification, return the same value for the same argument, and do differ from
+// the precise value often: otherwise the kernel tests would not see fast math's errors.
+const char* checkFastMath() {
+  int n = 0, moved = 0;
+  auto count = [&](float got, float precise) {
+    n++;
+    moved += got != precise;
+  };
+  for (float x = -40; x < 20; x += 0.0371f) {
+    float got = metal::exp(x);
+    if (got != fast::exp(x)) return fail("metal::exp is not fast::exp", 0, got, fast::exp(x));
+    if (ulps(got, std::exp(double(x))) > 3 + std::floor(std::fabs(2 * x))) return fail("fast::exp", int(x * 100), got, std::exp(double(x)));
+    count(got, precise::exp(x));
+    got = fast::exp2(x);
+    if (ulps(got, std::exp2(double(x))) > 3 + std::floor(std::fabs(2 * x))) return fail("fast::exp2", int(x * 100), got, std::exp2(double(x)));
+  }
+  for (float x = -600; x < 600; x += 0.173f) {
+    double bound = std::fabs(x) <= 3.14159265 ? 0x1p-13 : 0x1p-13 + std::fabs(x) * 0x1p-22;
+    float s = metal::sin(x), c = metal::cos(x);
+    if (std::fabs(s - std::sin(double(x))) > bound) return fail("fast::sin", int(x * 100), s, std::sin(double(x)));
+    if (std::fabs(c - std::cos(double(x))) > bound) return fail("fast::cos", int(x * 100), c, std::cos(double(x)));
+    if (s != metal::sin(x)) return "selftest: fast::sin returned two values for one argument";
+    count(s, precise::sin(x));
+  }
+  for (float x = 1e-30f; x < 1e30f; x *= 1.37f) {
+    float r = metal::rsqrt(x), l = metal::log(x);
+    if (ulps(r, 1 / std::sqrt(double(x))) > 2) return fail("fast::rsqrt", 0, r, 1 / std::sqrt(double(x)));
+    double wl = std::log(double(x));
+    bool near1 = x >= 0.5f && x <= 2;
+    if (near1 ? std::fabs(l - wl) > 0x1p-21 : ulps(l, wl) > 3) return fail("fast::log", 0, l, wl);
+    float q = fast::divide(1.7f, x);
+    if (x <= 0x1p126f && ulps(q, 1.7 / double(x)) > 2.5) return fail("fast::divide", 0, q, 1.7 / double(x));
+    count(r, precise::rsqrt(x));
+  }
+  if (moved * 4 < n) return fail("fast math: results moved off the precise value", 0, moved, n);
+  return nullptr;
+}
+
 }  // namespace
 
 extern "C" const char* emu_selftest() {
-  for (auto check : {checkCollectives, checkReverse, checkDivergent, checkMatrix, checkRounding}) {
+  for (auto check : {checkCollectives, checkReverse, checkDivergent, checkMatrix, checkRounding, checkOrder, checkFastMath}) {
     if (const char* e = check()) return e;
   }
   return nullptr;

@@ -1,8 +1,10 @@
-// simt_linux.cpp runs a Metal dispatch on the CPU: threadgroups one after another, the threads of a
-// threadgroup as fibers on the calling OS thread. A fiber runs until it reaches a simd
-// collective or a threadgroup barrier, then yields; the scheduler resumes it once every thread it
-// waits for has arrived, so collectives and barriers have exactly the GPU's semantics. A pass in
-// which no fiber can move is a divergent barrier or collective, reported as an error.
+// simt_linux.cpp runs a Metal dispatch on the CPU: threadgroups one after another in a
+// pseudo-random order, the threads of a threadgroup as fibers on the calling OS thread. A fiber
+// runs until it reaches a simd collective or a threadgroup barrier, then yields; the scheduler
+// resumes it once every thread it waits for has arrived, so collectives and barriers have
+// exactly the GPU's semantics. A pass in which no fiber can move is a divergent barrier or
+// collective, reported as an error.
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
@@ -101,9 +103,20 @@ struct Simd {
   uint32_t width;
 };
 
-// Rng is xorshift64*, seeded per dispatch so runs are reproducible.
+// The emulator's seed (emu_set_seed) and the number of runs so far, from which each run's
+// random orders derive: a given seed and sequence of runs repeats exactly.
+std::atomic<uint64_t> seed{0x9e3779b97f4a7c15ull};
+std::atomic<uint64_t> runs{0};
+
+// Rng is xorshift64*, seeded per run (emu_run) from the emulator's seed.
 struct Rng {
   uint64_t s = 0x9e3779b97f4a7c15ull;
+  void reseed() {
+    uint64_t z = seed.load(std::memory_order_relaxed) + 0x9e3779b97f4a7c15ull * (runs.fetch_add(1) + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;  // splitmix64: unrelated states for close inputs
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    s = (z ^ (z >> 31)) | 1;  // xorshift needs a nonzero state
+  }
   uint64_t next() {
     s ^= s >> 12;
     s ^= s << 25;
@@ -115,7 +128,8 @@ struct Rng {
 struct Group {
   Context sched;
   Rng rng;
-  std::vector<uint32_t> order;
+  std::vector<uint32_t> order;   // fibers, shuffled every pass
+  std::vector<uint32_t> groups;  // threadgroups of a dispatch, shuffled every dispatch
   std::vector<Fiber> fibers;
   std::vector<Simd> simds;
   uint64_t barArrivals;
@@ -182,6 +196,8 @@ bool runGroup(Group& g) {
 
 }  // namespace
 
+uint64_t Seed() { return seed.load(std::memory_order_relaxed); }
+
 const uint64_t* Exchange(uint64_t v) {
   Fiber* f = cur;
   Simd& s = f->g->simds[f->ids.sgitg];
@@ -239,39 +255,49 @@ const char* runKernel(msl::Kernel fn, const emu_dispatch& d, msl::rt::Group& g) 
   g.simds.assign(nsimd, Simd{});
   for (uint32_t s = 0; s < nsimd; s++) g.simds[s].width = s + 1 < nsimd ? 32 : threads - 32 * s;
 
-  for (uint32_t gz = 0; gz < ng.z; gz++)
-    for (uint32_t gy = 0; gy < ng.y; gy++)
-      for (uint32_t gx = 0; gx < ng.x; gx++) {
-        g.barArrivals = 0;
-        for (Simd& s : g.simds) s.arrivals[0] = s.arrivals[1] = 0;
-        uint32_t i = 0;
-        for (uint32_t z = 0; z < tg.z; z++)
-          for (uint32_t y = 0; y < tg.y; y++)
-            for (uint32_t x = 0; x < tg.x; x++, i++) {
-              Fiber& f = g.fibers[i];
-              f = Fiber{};
-              f.g = &g;
-              msl::Ids& id = f.ids;
-              id.tgpig = uint3(gx, gy, gz);
-              id.tpitg = uint3(x, y, z);
-              id.tptg = tg;
-              id.tgpg = ng;
-              id.tpig = uint3(gx * tg.x + x, gy * tg.y + y, gz * tg.z + z);
-              id.tiitg = i;
-              id.tiisg = i % 32;
-              id.sgitg = i / 32;
-              id.sptg = nsimd;
-              id.tpsg = 32;
-            }
-        if (!runGroup(g)) return "emu: deadlock: threads of a threadgroup disagree on barriers or simd collectives";
-      }
+  // Threadgroups run in a fresh pseudo-random order each dispatch, as a GPU promises no order:
+  // a kernel in which one threadgroup reads what another writes then gets wrong results here
+  // too, instead of the benign order of threadgroup ids.
+  uint64_t ngroups = uint64_t(ng.x) * ng.y * ng.z;
+  if (ngroups > (uint64_t(1) << 31)) return "emu: too many threadgroups";
+  g.groups.resize(ngroups);
+  for (uint32_t i = 0; i < ngroups; i++) g.groups[i] = i;
+  for (size_t i = g.groups.size(); i > 1; i--) std::swap(g.groups[i - 1], g.groups[g.rng.next() % i]);
+  for (uint32_t lin : g.groups) {
+    uint32_t gx = lin % ng.x, gy = lin / ng.x % ng.y, gz = lin / ng.x / ng.y;
+    g.barArrivals = 0;
+    for (Simd& s : g.simds) s.arrivals[0] = s.arrivals[1] = 0;
+    uint32_t i = 0;
+    for (uint32_t z = 0; z < tg.z; z++)
+      for (uint32_t y = 0; y < tg.y; y++)
+        for (uint32_t x = 0; x < tg.x; x++, i++) {
+          Fiber& f = g.fibers[i];
+          f = Fiber{};
+          f.g = &g;
+          msl::Ids& id = f.ids;
+          id.tgpig = uint3(gx, gy, gz);
+          id.tpitg = uint3(x, y, z);
+          id.tptg = tg;
+          id.tgpg = ng;
+          id.tpig = uint3(gx * tg.x + x, gy * tg.y + y, gz * tg.z + z);
+          id.tiitg = i;
+          id.tiisg = i % 32;
+          id.sgitg = i / 32;
+          id.sptg = nsimd;
+          id.tpsg = 32;
+        }
+    if (!runGroup(g)) return "emu: deadlock: threads of a threadgroup disagree on barriers or simd collectives";
+  }
   return nullptr;
 }
 
 }  // namespace
 
+extern "C" void emu_set_seed(uint64_t s) { msl::rt::seed.store(s, std::memory_order_relaxed); }
+
 extern "C" const char* emu_run(const emu_dispatch* d, int n) {
   msl::rt::Group g;
+  g.rng.reseed();
   for (int i = 0; i < n; i++) {
     if (d[i].kid >= emu_kernel_count) return "emu: unknown kernel";
     if (const char* err = runKernel(emu_kernels[d[i].kid], d[i], g)) return err;
@@ -281,5 +307,6 @@ extern "C" const char* emu_run(const emu_dispatch* d, int n) {
 
 const char* emu_run_kernel(msl::Kernel fn, const emu_dispatch& d) {
   msl::rt::Group g;
+  g.rng.reseed();
   return runKernel(fn, d, g);
 }
