@@ -252,7 +252,7 @@ func (a *app) loadModel(path string) {
 			s.LoadErr = err.Error()
 			return
 		}
-		s.Backend = info.Backend
+		s.Backend, s.GPUOff = info.Backend, info.SelfTest != nil && !info.SelfTest.Passed
 	})
 }
 
@@ -288,6 +288,8 @@ func (a *app) menuAction(it menu.Item) {
 		a.stats.Reset(time.Now())
 		go a.saveStats()
 		a.refreshMenu()
+	case menu.CopyDiagnostics:
+		go a.copyDiagnostics()
 	case menu.About:
 		cocoa.NSApp().ActivateIgnoringOtherApps(true)
 		cocoa.NSApp().Send("orderFrontStandardAboutPanel:", cocoa.NSApp())

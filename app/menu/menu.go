@@ -24,8 +24,9 @@ const (
 	Download
 	CancelDownload
 	Preferences
-	Onboarding // explains and requests the Accessibility permission
-	ResetStats // forgets the local statistics
+	Onboarding      // explains and requests the Accessibility permission
+	ResetStats      // forgets the local statistics
+	CopyDiagnostics // puts laya doctor's report on the pasteboard
 	About
 	Quit
 )
@@ -65,6 +66,7 @@ type Transfer struct {
 type State struct {
 	Model       string // display name of the loaded (or loading) model
 	Backend     string
+	GPUOff      bool // the GPU failed its self-test on this model, which runs on the CPU
 	Loading     bool
 	LoadErr     string
 	Unloaded    bool          // released while idle; the next suggestion loads it again
@@ -90,7 +92,11 @@ func Status(s State) string {
 	case s.Unloaded:
 		return s.Model + " unloaded while idle · the next suggestion loads it"
 	}
-	parts := []string{s.Model, s.Backend}
+	backend := s.Backend
+	if s.GPUOff {
+		backend += " (GPU failed its self-test)"
+	}
+	parts := []string{s.Model, backend}
 	if s.LastLatency > 0 {
 		parts = append(parts, fmt.Sprintf("last %d ms", s.LastLatency.Milliseconds()))
 	}
@@ -122,6 +128,7 @@ func Build(s State) []Item {
 		Item{Title: "Statistics", Enabled: true, Submenu: statsItems(s)},
 		Item{Separator: true},
 		Item{Title: "Preferences…", Action: Preferences, Enabled: true, Key: ","},
+		Item{Title: "Copy Diagnostics", Action: CopyDiagnostics, Enabled: true},
 		Item{Title: "About Laya", Action: About, Enabled: true},
 		Item{Title: "Quit Laya", Action: Quit, Enabled: true, Key: "q"},
 	)

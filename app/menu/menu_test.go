@@ -37,6 +37,7 @@ func TestStatus(t *testing.T) {
 	}{
 		{State{Model: "laya-code", Backend: "metal"}, "laya-code · metal"},
 		{State{Model: "laya-code", Backend: "cpu", LastLatency: 142 * time.Millisecond}, "laya-code · cpu · last 142 ms"},
+		{State{Model: "qwen", Backend: "cpu", GPUOff: true}, "qwen · cpu (GPU failed its self-test)"},
 		{State{Model: "qwen", Loading: true}, "Loading qwen…"},
 		{State{Model: "qwen", LoadErr: "no such file"}, "Model failed to load: no such file"},
 		{State{Model: "qwen", Backend: "cpu", Unloaded: true}, "qwen unloaded while idle · the next suggestion loads it"},
@@ -61,7 +62,7 @@ func TestBuild(t *testing.T) {
 		Downloads: map[string]Transfer{"small": {Fraction: 0.425}, "bad": {Err: "disk full"}},
 	}
 	items := Build(s)
-	want := []string{"laya-code · metal", "---", "Disable Suggestions", "Mode", "Models", "Statistics", "---", "Preferences…", "About Laya", "Quit Laya"}
+	want := []string{"laya-code · metal", "---", "Disable Suggestions", "Mode", "Models", "Statistics", "---", "Preferences…", "Copy Diagnostics", "About Laya", "Quit Laya"}
 	if got := titles(items); len(got) != len(want) {
 		t.Fatalf("menu %q, want %q", got, want)
 	} else {

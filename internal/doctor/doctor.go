@@ -31,14 +31,15 @@ type Options struct {
 	// Model is the model to load and time; "" is the one the app would load (config.toml's
 	// model, else $LAYA_MODEL or the bundled model).
 	Model string
-	// Loaded describes the model the caller already has warm (the app); Collect then reports it
-	// and loads nothing.
-	Loaded *engine.Info
 	// NoTiming skips loading the model on each backend to time decoding; the model is still
 	// loaded once, for the backend choice and its self-test.
 	NoTiming bool
-	// App is the app's own state. Only the app knows it; nil from the CLI.
-	App *AppState
+	// App is the app's own state. Only the app knows it; nil from the CLI. With App set,
+	// Collect loads no model: it reports the app's, AppModel (nil when none is loaded), and
+	// AppModelError, why the app's model failed to load.
+	App           *AppState
+	AppModel      *engine.Info
+	AppModelError string
 }
 
 // AppState is what only the running app can report: macOS ties the Accessibility permission to
@@ -90,7 +91,7 @@ type CPUInfo struct {
 // ModelReport is the model Laya would run, as loaded with the default backend choice.
 type ModelReport struct {
 	Path   string `json:"path"`
-	Source string `json:"source"` // "flag", "config", "default" or "app" (the app's warm model)
+	Source string `json:"source"` // "flag", "config", "default" or "app" (the app's warm model, if any)
 	Format string `json:"format,omitempty"`
 	Arch   string `json:"arch,omitempty"`
 	// Backend is the backend the default choice runs it on; SelfTest the verdict on the GPU
@@ -163,7 +164,7 @@ func Collect(ctx context.Context, opt Options) *Report {
 	r.Models = modelsReport(cfg)
 	r.Model = modelReport(ctx, opt, cfg)
 	if r.Model.Error != "" {
-		r.Problems = append(r.Problems, fmt.Sprintf("the model %s does not load: %s", r.Model.Path, r.Model.Error))
+		r.Problems = append(r.Problems, fmt.Sprintf("the model %s does not load: %s", orNone(r.Model.Path, "of the app"), r.Model.Error))
 	}
 	if r.Problems == nil {
 		r.Problems = []string{}
@@ -257,9 +258,11 @@ func modelsReport(cfg config.Config) ModelsReport {
 
 func modelReport(ctx context.Context, opt Options, cfg config.Config) ModelReport {
 	r := ModelReport{Timings: []Timing{}}
-	if opt.Loaded != nil {
-		i := opt.Loaded
-		r.Path, r.Source, r.Format, r.Arch, r.Backend, r.SelfTest = i.Path, "app", i.Format, i.Arch, i.Backend, i.SelfTest
+	if opt.App != nil {
+		r.Source, r.Error = "app", opt.AppModelError
+		if i := opt.AppModel; i != nil {
+			r.Path, r.Format, r.Arch, r.Backend, r.SelfTest = i.Path, i.Format, i.Arch, i.Backend, i.SelfTest
+		}
 		return r
 	}
 	switch {
@@ -373,6 +376,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	switch {
 	case m.Error != "":
 		p("Model\t%s (%s): does not load: %s", orNone(m.Path, "none"), m.Source, m.Error)
+	case m.Path == "":
+		p("Model\tnone loaded (%s)", m.Source)
 	default:
 		p("Model\t%s (%s; %s, %s): runs on %s", m.Path, m.Source, m.Format, m.Arch, m.Backend)
 	}
@@ -387,7 +392,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		p("  GPU self-test\t%s on %s (max difference %.3g nats, %.0f ms%s)", verdict, st.Device, st.MaxDiff,
 			float64(st.Took.Microseconds())/1000, cached)
-	} else if m.Error == "" {
+	} else if m.Error == "" && m.Path != "" {
 		p("  GPU self-test\tnot run (no GPU backend)")
 	}
 	for _, t := range m.Timings {

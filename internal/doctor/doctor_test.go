@@ -184,9 +184,20 @@ func TestCollectFromApp(t *testing.T) {
 	env(t)
 	loaded := &engine.Info{Path: "/models/x", Format: "mlx", Arch: "qwen2", Backend: "cpu",
 		SelfTest: &engine.SelfTest{Backend: "metal", Device: "Apple M9", Reason: "self-test prefill: differ", MaxDiff: 3, Took: time.Second}}
-	r := Collect(context.Background(), Options{Loaded: loaded, App: &AppState{AccessibilityTrusted: true}})
-	if m := r.Model; m.Source != "app" || m.Path != "/models/x" || m.SelfTest != loaded.SelfTest || len(m.Timings) != 0 {
+	r := Collect(context.Background(), Options{AppModel: loaded, App: &AppState{AccessibilityTrusted: true}})
+	if m := r.Model; m.Source != "app" || m.Path != "/models/x" || m.SelfTest != loaded.SelfTest || len(m.Timings) != 0 || len(r.Problems) != 0 {
 		t.Errorf("the app's model: %+v", m)
 	}
 	checkText(t, r, "FAILED: self-test prefill: differ on Apple M9", "Accessibility granted, event tap NOT installed")
+
+	// No model loaded: none is loaded for the report either.
+	r = Collect(context.Background(), Options{App: &AppState{}})
+	if m := r.Model; m.Source != "app" || m.Path != "" || m.Error != "" || len(r.Problems) != 0 {
+		t.Errorf("the app without a model: %+v", m)
+	}
+	checkText(t, r, "Model none loaded (app)")
+	r = Collect(context.Background(), Options{App: &AppState{}, AppModelError: "no such file"})
+	if len(r.Problems) != 1 {
+		t.Errorf("the app's model failed: problems %v", r.Problems)
+	}
 }
