@@ -536,3 +536,28 @@ func TestLoadOrCreateKey(t *testing.T) {
 		t.Error("a directory was accepted as the key file")
 	}
 }
+
+// A request may run longer than ReadTimeout, which bounds only reading it; a body sent too
+// slowly is cut off.
+func TestLongRequestOutlivesReadTimeout(t *testing.T) {
+	e := &echo{delay: 40 * time.Millisecond}
+	url := start(t, e, Options{Key: testKey, ReadTimeout: 200 * time.Millisecond})
+	status, body, _ := do(t, "POST", url+"/v1/completions", `{"prompt":"abcdefgh"}`) // 400 ms
+	if status != 200 || !strings.Contains(body, `"text":"\u003cabcdefgh\u003e"`) {
+		t.Errorf("long request: %d %s", status, body)
+	}
+	nc, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	fmt.Fprintf(nc, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nContent-Length: 100\r\n\r\n{", testKey)
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, _ := io.ReadAll(nc)
+	if !strings.Contains(string(b), " 400 ") && !strings.Contains(string(b), " 408 ") && len(b) != 0 {
+		t.Errorf("slow body: %q", b)
+	}
+	if e.last(t).req.Prefix != "abcdefgh" {
+		t.Error("the slow body reached the completer")
+	}
+}
