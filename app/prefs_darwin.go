@@ -60,6 +60,7 @@ func newPrefsWindow(save func(prefs.Form) error) *prefsWindow {
 		{"Hotkey", func(f *prefs.Form) *string { return &f.Hotkey }, recordGlobal},
 		{"Accept next word", func(f *prefs.Form) *string { return &f.AcceptWordKey }, recordAny},
 		{"Pause before suggesting (ms)", func(f *prefs.Form) *string { return &f.PauseMS }, recordNone},
+		{"Unload model after idle (min, 0 = never)", func(f *prefs.Form) *string { return &f.IdleUnload }, recordNone},
 		{"Disabled in apps (bundle ids)", func(f *prefs.Form) *string { return &f.DisabledApps }, recordNone},
 		{"Enabled in apps (bundle ids)", func(f *prefs.Form) *string { return &f.EnabledApps }, recordNone},
 		{"Model directory", func(f *prefs.Form) *string { return &f.ModelDir }, recordNone},

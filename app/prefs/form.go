@@ -22,6 +22,7 @@ type Form struct {
 	AcceptWordKey string
 	Automatic     bool
 	PauseMS       string
+	IdleUnload    string // minutes without requests before the model is released; 0 = never
 	DisabledApps  string // bundle ids separated by commas, spaces or newlines
 	EnabledApps   string
 	LaunchAtLogin bool
@@ -49,6 +50,7 @@ func FromConfig(c config.Config) Form {
 		AcceptWordKey: c.AcceptWordKey,
 		Automatic:     c.Mode == config.ModeAutomatic,
 		PauseMS:       strconv.Itoa(c.PauseMS),
+		IdleUnload:    strconv.Itoa(c.IdleUnloadMinutes),
 		DisabledApps:  strings.Join(off, ", "),
 		EnabledApps:   strings.Join(on, ", "),
 		LaunchAtLogin: c.LaunchAtLogin,
@@ -82,6 +84,7 @@ func (f Form) Apply(base config.Config) (config.Config, error) {
 	real("Top-p", f.TopP, &c.TopP)
 	num("Max tokens", f.MaxTokens, &c.MaxTokens)
 	num("Pause", f.PauseMS, &c.PauseMS)
+	num("Unload after idle minutes", f.IdleUnload, &c.IdleUnloadMinutes)
 	c.Hotkey = strings.TrimSpace(f.Hotkey)
 	c.AcceptWordKey = strings.TrimSpace(f.AcceptWordKey)
 	c.Mode = config.ModeHotkey

@@ -25,14 +25,15 @@ func TestRoundTrip(t *testing.T) {
 
 func TestApply(t *testing.T) {
 	f := FromConfig(config.Default())
-	f.Temperature, f.TopK, f.MaxTokens, f.PauseMS = " 0.5 ", "12", "100", "800"
+	f.Temperature, f.TopK, f.MaxTokens, f.PauseMS, f.IdleUnload = " 0.5 ", "12", "100", "800", "0"
 	f.Hotkey, f.AcceptWordKey, f.Automatic = "Command+Shift+Semicolon", "alt+right", true
 	f.DisabledApps = "com.apple.Terminal\ncom.1password.1password; org.x"
 	c, err := f.Apply(config.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Temperature != 0.5 || c.TopK != 12 || c.MaxTokens != 100 || c.PauseMS != 800 || c.Mode != config.ModeAutomatic {
+	if c.Temperature != 0.5 || c.TopK != 12 || c.MaxTokens != 100 || c.PauseMS != 800 || c.Mode != config.ModeAutomatic ||
+		c.IdleUnloadMinutes != 0 {
 		t.Errorf("applied %+v", c)
 	}
 	if c.Hotkey != "shift+cmd+;" || c.AcceptWordKey != "opt+right" {
@@ -53,6 +54,8 @@ func TestApplyRejects(t *testing.T) {
 		"both":        func(f *Form) { f.EnabledApps, f.DisabledApps = "com.x", "com.x" },
 		"bundle id":   func(f *Form) { f.DisabledApps = "bad/id" },
 		"model_dir":   func(f *Form) { f.ModelDir = "models" },
+		"idle":        func(f *Form) { f.IdleUnload = "-5" },
+		"Unload":      func(f *Form) { f.IdleUnload = "ten" },
 	} {
 		f := FromConfig(base)
 		edit(&f)
