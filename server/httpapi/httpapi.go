@@ -115,10 +115,7 @@ func New(c server.Completer, opt Options) *Server {
 		IdleTimeout:       opt.IdleTimeout,
 		MaxHeaderBytes:    16 << 10,
 		ConnState:         s.conn.state,
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			return context.WithValue(ctx, connKey{}, s.conn.id(c))
-		},
-		ErrorLog: log.New(logWriter(opt.Logf), "", 0),
+		ErrorLog:          log.New(logWriter(opt.Logf), "", 0),
 	}
 	return s
 }
@@ -141,8 +138,6 @@ func (s *Server) Serve(l net.Listener) error {
 func (s *Server) Close() error {
 	return s.srv.Close()
 }
-
-type connKey struct{}
 
 // logWriter passes net/http's own log lines to Logf.
 type logWriter func(format string, args ...any)
@@ -238,14 +233,15 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
-// session is the session key of an HTTP request: the name it gives, else its connection, so
-// that an editor's keep-alive connection reuses its cache.
-func session(r *http.Request, kind, name string) string {
-	if name != "" {
-		return kind + ":" + name
+// session is the session key of an HTTP request: one per protocol and name (an OpenAI user,
+// a llama.cpp slot, an Ollama model). Not one per connection: editor plugins cancel a request
+// by closing its connection and send the next on a new one, and the next must find the cache
+// (and cancel the request it replaces), as on llama.cpp's and Ollama's own servers.
+func session(kind, name string) string {
+	if name == "" {
+		return kind
 	}
-	id, _ := r.Context().Value(connKey{}).(uint64)
-	return "http:" + strconv.FormatUint(id, 10)
+	return kind + ":" + name
 }
 
 // run completes req for client, sending each piece to onPiece from the handler's goroutine
@@ -318,12 +314,10 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request) bool {
 type connLimit struct {
 	max   int
 	mu    sync.Mutex
-	next  uint64
 	conns map[net.Conn]*connInfo
 }
 
 type connInfo struct {
-	id    uint64
 	idle  bool // no request being served: new, or kept alive between requests
 	since time.Time
 }
@@ -346,18 +340,8 @@ func (l *connLimit) admit(c net.Conn) bool {
 		delete(l.conns, oldest)
 		oldest.Close()
 	}
-	l.next++
-	l.conns[c] = &connInfo{id: l.next, idle: true, since: time.Now()}
+	l.conns[c] = &connInfo{idle: true, since: time.Now()}
 	return true
-}
-
-func (l *connLimit) id(c net.Conn) uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if info := l.conns[c]; info != nil {
-		return info.id
-	}
-	return 0
 }
 
 // state follows net/http's view of each connection.

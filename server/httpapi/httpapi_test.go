@@ -148,7 +148,7 @@ func TestOpenAICompletion(t *testing.T) {
 	}
 	// Without max_tokens, OpenAI's default of 16.
 	do(t, "POST", url+"/v1/completions", `{"prompt":"x"}`)
-	if c := e.last(t); c.req.MaxTokens != 16 || !strings.HasPrefix(c.client, "http:") {
+	if c := e.last(t); c.req.MaxTokens != 16 || c.client != "openai" {
 		t.Errorf("defaults: %q %+v", c.client, c.req)
 	}
 	status, body, _ = do(t, "GET", url+"/v1/models", "")
@@ -325,6 +325,9 @@ func TestInfill(t *testing.T) {
 	}
 	c := e.last(t)
 	want := complete.Request{Prefix: "package a\nvar x = 1\nfunc f() {\n\treturn", Suffix: "\n}\n", App: "llama.cpp", MaxTokens: 24, TopK: 40, TopP: 0.99}
+	if c.client != "llama" {
+		t.Errorf("session %q, want the shared llama one", c.client)
+	}
 	text := "<" + want.Prefix[len(want.Prefix)-20:] + ">"
 	if resp.Content != text || !resp.Stop || resp.StopType != "eos" || resp.TokensPredicted != len(text) ||
 		resp.TokensEvaluated != 7 || resp.TokensCached != 2 || resp.Truncated == nil || resp.Timings.PromptN != 5 || resp.Timings.PredictedN != len(text) {
@@ -333,9 +336,13 @@ func TestInfill(t *testing.T) {
 	if fmt.Sprint(c.req) != fmt.Sprint(want) {
 		t.Errorf("completer got %+v, want %+v", c.req, want)
 	}
+	do(t, "POST", url+"/infill", `{"input_prefix":"x","id_slot":0}`)
+	if c := e.last(t); c.client != "llama:0" {
+		t.Errorf("id_slot 0: session %q", c.client)
+	}
 	// n_predict 0 warms the cache in llama.cpp; here it asks nothing of the model.
 	status, body, _ = do(t, "POST", url+"/infill", `{"input_prefix":"x","n_predict":0}`)
-	if n := len(e.calls); status != 200 || !strings.Contains(body, `"content":""`) || n != 1 {
+	if n := len(e.calls); status != 200 || !strings.Contains(body, `"content":""`) || n != 2 {
 		t.Errorf("n_predict 0: %d %s, %d completions", status, body, n)
 	}
 	// Streaming: events of {"content": piece, "stop": false}, then one with "stop": true.
@@ -401,8 +408,8 @@ func TestOllamaGenerate(t *testing.T) {
 	}
 	c := e.last(t)
 	want := complete.Request{Prefix: "x = ", Suffix: "\nprint(x)", App: "ollama", MaxTokens: 64, Temperature: 0.01, TopK: 1, Stop: []string{"\n\n", "<|endoftext|>"}}
-	if fmt.Sprint(c.req) != fmt.Sprint(want) {
-		t.Errorf("completer got %+v, want %+v", c.req, want)
+	if fmt.Sprint(c.req) != fmt.Sprint(want) || c.client != "ollama:qwen2.5-coder:1.5b" {
+		t.Errorf("completer got %q %+v, want ollama:qwen2.5-coder:1.5b %+v", c.client, c.req, want)
 	}
 	status, body, h = do(t, "POST", url+"/api/generate", `{"model":"m","prompt":"y","stream":false}`)
 	var one struct {

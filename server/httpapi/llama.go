@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/layaapp/laya/server"
@@ -10,6 +11,7 @@ import (
 // infillRequest is the part of llama.cpp server's /infill request Laya honors. Options that
 // tune llama.cpp's own machinery (samplers, cache_prompt, id_slot, t_max_*, n_indent) are
 // accepted and ignored: Laya always reuses the session's cache and cleans suggestions itself.
+// Each id_slot is a session of its own.
 type infillRequest struct {
 	InputPrefix string       `json:"input_prefix"`
 	InputSuffix string       `json:"input_suffix"`
@@ -23,6 +25,8 @@ type infillRequest struct {
 	TopP        float32  `json:"top_p"`
 	Stop        []string `json:"stop"`
 	Stream      bool     `json:"stream"`
+	// IDSlot picks llama.cpp's slot, here the session; -1 or absent is the shared one.
+	IDSlot *int `json:"id_slot"`
 }
 
 type infillFile struct {
@@ -106,7 +110,11 @@ func (s *Server) infill(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		onPiece = func(t string) error { return event(w, infillResponse{Content: t}) }
 	}
-	f := s.run(w, r, session(r, "llama", ""), req, onPiece)
+	slot := ""
+	if q.IDSlot != nil && *q.IDSlot >= 0 {
+		slot = strconv.Itoa(*q.IDSlot)
+	}
+	f := s.run(w, r, session("llama", slot), req, onPiece)
 	if f.Error != "" || f.Canceled {
 		msg := f.Error
 		if f.Canceled {

@@ -2,14 +2,15 @@ package httpapi
 
 import (
 	"encoding/json"
+	"net/http"
 	"testing"
 
 	"github.com/layaapp/laya/complete"
 	"github.com/layaapp/laya/engine"
 )
 
-// The whole chain with the bundled model: HTTP, each protocol, completer, engine; and a
-// keep-alive connection keeps its session's cache.
+// The whole chain with the bundled model: HTTP, each protocol, completer, engine; and the
+// next request of a protocol finds its cache, on a new connection too.
 func TestBundledModelOverHTTP(t *testing.T) {
 	m, err := engine.Load("../../assets/models/laya-code", engine.Options{})
 	if err != nil {
@@ -25,6 +26,8 @@ func TestBundledModelOverHTTP(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &oa); err != nil || len(oa.Choices) != 1 || oa.Choices[0].Text != "np" {
 		t.Errorf("/v1/completions: %s", body)
 	}
+	do(t, "POST", url+"/infill", `{"input_prefix":"import numpy as np\n","prompt":"import ","input_suffix":"","n_predict":8}`)
+	http.DefaultClient.CloseIdleConnections()
 	_, body, _ = do(t, "POST", url+"/infill", `{"input_prefix":"import numpy as np\n","prompt":"import numpy as ","input_suffix":"","n_predict":8}`)
 	var in struct {
 		Content      string

@@ -111,7 +111,7 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 			return line(ollamaResponse{Model: model, CreatedAt: time.Now().UTC().Format(time.RFC3339Nano), Response: t})
 		}
 	}
-	f := s.run(w, r, session(r, "ollama", ""), req, onPiece)
+	f := s.run(w, r, session("ollama", q.Model), req, onPiece)
 	if f.Error != "" || f.Canceled {
 		msg := f.Error
 		if f.Canceled {

@@ -118,7 +118,7 @@ func (s *Server) openAICompletions(w http.ResponseWriter, r *http.Request) {
 			return event(w, chunk)
 		}
 	}
-	f := s.run(w, r, session(r, "openai", sr.Client), req, onPiece)
+	f := s.run(w, r, session("openai", sr.Client), req, onPiece)
 	if f.Error != "" || f.Canceled {
 		msg := f.Error
 		if f.Canceled {
