@@ -5,7 +5,7 @@ package metal
 import "math"
 
 // kernelSources lists the kernel files in the order they compile as one source.
-var kernelSources = []string{"common.metal", "dequant.metal", "attention.metal", "elementwise.metal", "matmul.metal", "matvec.metal", "norm.metal", "rope.metal", "select.metal"}
+var kernelSources = []string{"common.metal", "dequant.metal", "attention.metal", "elementwise.metal", "matmul.metal", "matvec.metal", "norm.metal", "recurrent.metal", "rope.metal", "select.metal"}
 
 // Numeric #defines of the kernel sources.
 const (
@@ -32,6 +32,7 @@ const (
 	mslMvRows          = 4
 	mslMvSimdgroups    = 2
 	mslMvChunk         = 16
+	mslDeltaMaxDim     = 256
 	mslRopeHalf        = 0
 	mslRopeInterleaved = 1
 	mslSelectThreads   = 256
@@ -73,6 +74,12 @@ const (
 	kMatvecSiluQ5K
 	kMatvecSiluQ6K
 	kRmsnorm
+	kCausalConv
+	kGatedDelta
+	kGatedRmsnorm
+	kSplitHeads
+	kSigmoidMul
+	kCopyBuf
 	kRope
 	kKvStore
 	kArgmax
@@ -80,7 +87,7 @@ const (
 )
 
 // kernelNames are the kernel function names, by kernel id.
-var kernelNames = [...]string{"attention", "attention_block", "silu_mul", "gelu_mul", "scale_inplace", "add_inplace", "embed", "matmul", "matvec_f32", "matvec_f16", "matvec_bf16", "matvec_affine4", "matvec_affine8", "matvec_q8_0", "matvec_q4_0", "matvec_q5_0", "matvec_q4_k", "matvec_q5_k", "matvec_q6_k", "matvec_silu_f32", "matvec_silu_f16", "matvec_silu_bf16", "matvec_silu_affine4", "matvec_silu_affine8", "matvec_silu_q8_0", "matvec_silu_q4_0", "matvec_silu_q5_0", "matvec_silu_q4_k", "matvec_silu_q5_k", "matvec_silu_q6_k", "rmsnorm", "rope", "kv_store", "argmax", "topk"}
+var kernelNames = [...]string{"attention", "attention_block", "silu_mul", "gelu_mul", "scale_inplace", "add_inplace", "embed", "matmul", "matvec_f32", "matvec_f16", "matvec_bf16", "matvec_affine4", "matvec_affine8", "matvec_q8_0", "matvec_q4_0", "matvec_q5_0", "matvec_q4_k", "matvec_q5_k", "matvec_q6_k", "matvec_silu_f32", "matvec_silu_f16", "matvec_silu_bf16", "matvec_silu_affine4", "matvec_silu_affine8", "matvec_silu_q8_0", "matvec_silu_q4_0", "matvec_silu_q5_0", "matvec_silu_q4_k", "matvec_silu_q5_k", "matvec_silu_q6_k", "rmsnorm", "causal_conv", "gated_delta", "gated_rmsnorm", "split_heads", "sigmoid_mul", "copy_buf", "rope", "kv_store", "argmax", "topk"}
 
 // mslAttnParams mirrors the kernels' struct AttnParams (6 words).
 type mslAttnParams struct {
@@ -109,6 +116,72 @@ func (s *mslAttnParams) encode(w []uint32) int {
 	return n
 }
 
+// mslConvParams mirrors the kernels' struct ConvParams (6 words).
+type mslConvParams struct {
+	channels uint32
+	taps     uint32
+	rows     uint32
+	gated    uint32
+	fresh    uint32
+	wDT      uint32
+}
+
+func (s *mslConvParams) encode(w []uint32) int {
+	n := 0
+	w[n] = s.channels
+	n++
+	w[n] = s.taps
+	n++
+	w[n] = s.rows
+	n++
+	w[n] = s.gated
+	n++
+	w[n] = s.fresh
+	n++
+	w[n] = s.wDT
+	n++
+	return n
+}
+
+// mslDeltaParams mirrors the kernels' struct DeltaParams (10 words).
+type mslDeltaParams struct {
+	kHeads  uint32
+	vHeads  uint32
+	kDim    uint32
+	vDim    uint32
+	rows    uint32
+	fresh   uint32
+	tiled   uint32
+	negExpA uint32
+	aDT     uint32
+	dtDT    uint32
+}
+
+func (s *mslDeltaParams) encode(w []uint32) int {
+	n := 0
+	w[n] = s.kHeads
+	n++
+	w[n] = s.vHeads
+	n++
+	w[n] = s.kDim
+	n++
+	w[n] = s.vDim
+	n++
+	w[n] = s.rows
+	n++
+	w[n] = s.fresh
+	n++
+	w[n] = s.tiled
+	n++
+	w[n] = s.negExpA
+	n++
+	w[n] = s.aDT
+	n++
+	w[n] = s.dtDT
+	n++
+	return n
+}
+
 // mslEltParams mirrors the kernels' struct EltParams (1 words).
 type mslEltParams struct {
 	n uint32
@@ -131,6 +204,24 @@ func (s *mslEmbedParams) encode(w []uint32) int {
 	n := 0
 	n += s.w.encode(w[n:])
 	w[n] = s.count
+	n++
+	return n
+}
+
+// mslGatedNormParams mirrors the kernels' struct GatedNormParams (3 words).
+type mslGatedNormParams struct {
+	n   uint32
+	wDT uint32
+	eps float32
+}
+
+func (s *mslGatedNormParams) encode(w []uint32) int {
+	n := 0
+	w[n] = s.n
+	n++
+	w[n] = s.wDT
+	n++
+	w[n] = math.Float32bits(s.eps)
 	n++
 	return n
 }
@@ -276,6 +367,21 @@ func (s *mslSelectParams) encode(w []uint32) int {
 	w[n] = s.k
 	n++
 	w[n] = s.indexed
+	n++
+	return n
+}
+
+// mslSplitParams mirrors the kernels' struct SplitParams (2 words).
+type mslSplitParams struct {
+	n     uint32
+	width uint32
+}
+
+func (s *mslSplitParams) encode(w []uint32) int {
+	n := 0
+	w[n] = s.n
+	n++
+	w[n] = s.width
 	n++
 	return n
 }
@@ -744,6 +850,70 @@ func (pl *plan) encRmsnorm(groups, threads [3]uint32, x, w, out Arg, p *mslRMSNo
 	d.Args[1] = w
 	d.Args[2] = out
 	d.NArgs = 3
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encCausalConv records kernel causal_conv with buffers x, w, state, out at [[buffer(0..3)]] and params at [[buffer(4)]].
+func (pl *plan) encCausalConv(groups, threads [3]uint32, x, w, state, out Arg, p *mslConvParams) {
+	d := pl.next(kCausalConv, groups, threads)
+	d.Args[0] = x
+	d.Args[1] = w
+	d.Args[2] = state
+	d.Args[3] = out
+	d.NArgs = 4
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encGatedDelta records kernel gated_delta with buffers qkv, a, b, aw, dtBias, state, out at [[buffer(0..6)]] and params at [[buffer(7)]].
+func (pl *plan) encGatedDelta(groups, threads [3]uint32, qkv, a, b, aw, dtBias, state, out Arg, p *mslDeltaParams) {
+	d := pl.next(kGatedDelta, groups, threads)
+	d.Args[0] = qkv
+	d.Args[1] = a
+	d.Args[2] = b
+	d.Args[3] = aw
+	d.Args[4] = dtBias
+	d.Args[5] = state
+	d.Args[6] = out
+	d.NArgs = 7
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encGatedRmsnorm records kernel gated_rmsnorm with buffers x, z, w, out at [[buffer(0..3)]] and params at [[buffer(4)]].
+func (pl *plan) encGatedRmsnorm(groups, threads [3]uint32, x, z, w, out Arg, p *mslGatedNormParams) {
+	d := pl.next(kGatedRmsnorm, groups, threads)
+	d.Args[0] = x
+	d.Args[1] = z
+	d.Args[2] = w
+	d.Args[3] = out
+	d.NArgs = 4
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encSplitHeads records kernel split_heads with buffers src, a, b at [[buffer(0..2)]] and params at [[buffer(3)]].
+func (pl *plan) encSplitHeads(groups, threads [3]uint32, src, a, b Arg, p *mslSplitParams) {
+	d := pl.next(kSplitHeads, groups, threads)
+	d.Args[0] = src
+	d.Args[1] = a
+	d.Args[2] = b
+	d.NArgs = 3
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encSigmoidMul records kernel sigmoid_mul with buffers x, gate at [[buffer(0..1)]] and params at [[buffer(2)]].
+func (pl *plan) encSigmoidMul(groups, threads [3]uint32, x, gate Arg, p *mslEltParams) {
+	d := pl.next(kSigmoidMul, groups, threads)
+	d.Args[0] = x
+	d.Args[1] = gate
+	d.NArgs = 2
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encCopyBuf records kernel copy_buf with buffers src, dst at [[buffer(0..1)]] and params at [[buffer(2)]].
+func (pl *plan) encCopyBuf(groups, threads [3]uint32, src, dst Arg, p *mslEltParams) {
+	d := pl.next(kCopyBuf, groups, threads)
+	d.Args[0] = src
+	d.Args[1] = dst
+	d.NArgs = 2
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 

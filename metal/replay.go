@@ -29,6 +29,12 @@ const (
 	callScale
 	callAdd
 	callSelect
+	callCausalConv
+	callGatedDelta
+	callGatedRMSNorm
+	callSplitHeads
+	callSigmoidMul
+	callCopy
 )
 
 // callOp is everything the dispatches recorded for a call depend on, apart from the per-step
@@ -116,6 +122,18 @@ func (b *Backend) record(c *call, write bool) {
 		b.recordAdd(c)
 	case callSelect:
 		b.recordSelect(c)
+	case callCausalConv:
+		b.recordCausalConv(c)
+	case callGatedDelta:
+		b.recordGatedDelta(c)
+	case callGatedRMSNorm:
+		b.recordGatedRMSNorm(c)
+	case callSplitHeads:
+		b.recordSplitHeads(c)
+	case callSigmoidMul:
+		b.recordSigmoidMul(c)
+	case callCopy:
+		b.recordCopy(c)
 	}
 }
 

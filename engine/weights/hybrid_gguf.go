@@ -114,9 +114,13 @@ func hybridGGUFConfig(f *gguf.File, arch string, c *Config) error {
 	if err != nil {
 		return err
 	}
-	if c.Layers <= 0 || c.Layers > maxLayers {
-		return fmt.Errorf("bad config: %d layers (at most %d)", c.Layers, maxLayers)
+	// llama.cpp's converter appends Qwen3.5's multi-token-prediction block to the blocks and
+	// counts it in block_count; a forward pass stops before it.
+	mtp := num("nextn_predict_layers", 0)
+	if c.Layers <= 0 || c.Layers > maxLayers || mtp >= c.Layers {
+		return fmt.Errorf("bad config: %d layers (at most %d), %d of them for multi-token prediction", c.Layers, maxLayers, mtp)
 	}
+	c.Layers -= mtp
 	if c.Heads > 0 {
 		c.HeadDim = c.Dim / c.Heads
 	}

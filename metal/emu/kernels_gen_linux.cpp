@@ -907,6 +907,201 @@ kernel void rmsnorm(device const float* x [[buffer(0)]], device const uchar* w [
   float inv = rsqrt(total / float(p.n) + p.eps);
   for (uint i = tid; i < p.n; i += ntg) out[i] = x[i] * inv * (load_elem(w, i, p.wDT) + p.offset);
 }
+#line 1 "metal/kernels/recurrent.metal"
+// recurrent.metal: the recurrent layers' operations (backend.Recurrent): LFM2's gated short
+// convolution and Qwen3.5's convolution, Gated DeltaNet's delta rule (step by step: one
+// threadgroup per value head walks the rows in order), its gated RMSNorm, the split of Qwen3.5's
+// gated query and the sigmoid gate, and a buffer copy for state snapshots.
+
+struct ConvParams {
+  uint channels;
+  uint taps;  // the state holds the taps-1 inputs before the first row
+  uint rows;
+  uint gated;  // 1: x rows are [B | C | u], y = C * conv(B * u); 0: y = silu(conv(x))
+  uint fresh;  // 1: position 0, the state is taken as zeros
+  uint wDT;    // DT_* of the weight [channels, kernel]
+};
+
+inline float conv_input(device const float* x, device const float* state, int r, uint i, constant ConvParams& p) {
+  uint hist = p.taps - 1;
+  if (r < 0) return p.fresh != 0 ? 0.0f : state[uint(int(hist) + r) * p.channels + i];
+  if (p.gated != 0) {
+    device const float* row = x + uint(r) * 3 * p.channels;
+    return row[i] * row[2 * p.channels + i];
+  }
+  return x[uint(r) * p.channels + i];
+}
+
+// causal_conv: one thread per channel, walking the rows; each thread reads and writes only its
+// channel of the state, the old values before the new (rows ahead of the write).
+kernel void causal_conv(device const float* x [[buffer(0)]], device const uchar* w [[buffer(1)]],
+                        device float* state [[buffer(2)]], device float* out [[buffer(3)]],
+                        constant ConvParams& p [[buffer(4)]], uint i [[thread_position_in_grid]]) {
+  if (i >= p.channels) return;
+  int hist = int(p.taps) - 1;
+  for (uint r = 0; r < p.rows; r++) {
+    float s = 0.0f;
+    for (uint j = 0; j < p.taps; j++) {
+      s += load_elem(w, i * p.taps + j, p.wDT) * conv_input(x, state, int(r) - hist + int(j), i, p);
+    }
+    if (p.gated != 0) {
+      s *= x[r * 3 * p.channels + p.channels + i];
+    } else {
+      s = s / (1.0f + exp(-s));
+    }
+    out[r * p.channels + i] = s;
+  }
+  for (int h = 0; h < hist; h++) {
+    state[uint(h) * p.channels + i] = conv_input(x, state, int(p.rows) - hist + h, i, p);
+  }
+}
+
+struct DeltaParams {
+  uint kHeads;
+  uint vHeads;
+  uint kDim;
+  uint vDim;
+  uint rows;
+  uint fresh;    // 1: position 0, the state is taken as zeros
+  uint tiled;    // 1: value head h reads key head h % kHeads, else h / (vHeads / kHeads)
+  uint negExpA;  // 1: the A tensor holds -exp(A_log)
+  uint aDT;      // DT_* of the A tensor
+  uint dtDT;     // DT_* of dt_bias
+};
+
+// DELTA_MAX_DIM bounds the key head size gated_delta takes (Qwen3.5's is 128).
+#define DELTA_MAX_DIM 256
+
+// gated_delta: one threadgroup per value head h. Per row, the threads normalize q and k into
+// threadgroup memory together, then each owns state columns v (S[k][v] for every k, in device
+// memory) and updates them: S = g*S; S += k * beta*(v - Sᵀk); out = Sᵀq.
+kernel void gated_delta(device const float* qkv [[buffer(0)]], device const float* a [[buffer(1)]],
+                        device const float* b [[buffer(2)]], device const uchar* aw [[buffer(3)]],
+                        device const uchar* dtBias [[buffer(4)]], device float* state [[buffer(5)]],
+                        device float* out [[buffer(6)]], constant DeltaParams& p [[buffer(7)]],
+                        uint h [[threadgroup_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
+                        uint ntg [[threads_per_threadgroup]], uint sg [[simdgroup_index_in_threadgroup]],
+                        uint nsg [[simdgroups_per_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
+  threadgroup float qs[DELTA_MAX_DIM];
+  threadgroup float ks[DELTA_MAX_DIM];
+  threadgroup float partial[2 * 32];
+  uint kh = p.tiled != 0 ? h % p.kHeads : h / (p.vHeads / p.kHeads);
+  uint width = 2 * p.kHeads * p.kDim + p.vHeads * p.vDim;
+  device float* S = state + h * p.kDim * p.vDim;
+  if (p.fresh != 0) {
+    for (uint i = tid; i < p.kDim * p.vDim; i += ntg) S[i] = 0.0f;
+  }
+  float A = load_elem(aw, h, p.aDT);
+  float negA = p.negExpA != 0 ? A : -exp(A);
+  float dt = load_elem(dtBias, h, p.dtDT);
+  float scale = rsqrt(float(p.kDim));
+  for (uint r = 0; r < p.rows; r++) {
+    device const float* row = qkv + r * width;
+    float sq = 0.0f, sk = 0.0f;
+    for (uint i = tid; i < p.kDim; i += ntg) {
+      float q = row[kh * p.kDim + i], k = row[(p.kHeads + kh) * p.kDim + i];
+      qs[i] = q;
+      ks[i] = k;
+      sq += q * q;
+      sk += k * k;
+    }
+    sq = simd_sum(sq);
+    sk = simd_sum(sk);
+    if (lane == 0) {
+      partial[sg] = sq;
+      partial[32 + sg] = sk;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float tq = 0.0f, tk = 0.0f;
+    for (uint s = 0; s < nsg; s++) {
+      tq += partial[s];
+      tk += partial[32 + s];
+    }
+    float iq = rsqrt(tq + 1e-6f) * scale, ik = rsqrt(tk + 1e-6f);
+    float x = a[r * p.vHeads + h] + dt;
+    float sp = x > 20.0f ? x : log(1.0f + exp(x));
+    float g = exp(negA * sp);
+    float beta = 1.0f / (1.0f + exp(-b[r * p.vHeads + h]));
+    device const float* v = row + 2 * p.kHeads * p.kDim + h * p.vDim;
+    device float* o = out + (r * p.vHeads + h) * p.vDim;
+    for (uint c = tid; c < p.vDim; c += ntg) {
+      float mem = 0.0f;
+      for (uint k = 0; k < p.kDim; k++) {
+        float s = S[k * p.vDim + c] * g;
+        S[k * p.vDim + c] = s;
+        mem += s * ks[k] * ik;
+      }
+      float delta = (v[c] - mem) * beta;
+      float acc = 0.0f;
+      for (uint k = 0; k < p.kDim; k++) {
+        float s = S[k * p.vDim + c] + ks[k] * ik * delta;
+        S[k * p.vDim + c] = s;
+        acc += s * qs[k] * iq;
+      }
+      o[c] = acc;
+    }
+    // The next row overwrites qs, ks and partial.
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+}
+
+struct GatedNormParams {
+  uint n;    // row width
+  uint wDT;  // DT_* of the weight
+  float eps;
+};
+
+// gated_rmsnorm: one threadgroup per row, out = x / rms(x) * w * silu(z); out may be x.
+kernel void gated_rmsnorm(device const float* x [[buffer(0)]], device const float* z [[buffer(1)]],
+                          device const uchar* w [[buffer(2)]], device float* out [[buffer(3)]],
+                          constant GatedNormParams& p [[buffer(4)]], uint row [[threadgroup_position_in_grid]],
+                          uint tid [[thread_index_in_threadgroup]], uint ntg [[threads_per_threadgroup]],
+                          uint sg [[simdgroup_index_in_threadgroup]], uint nsg [[simdgroups_per_threadgroup]],
+                          uint lane [[thread_index_in_simdgroup]]) {
+  threadgroup float partial[32];
+  x += row * p.n;
+  z += row * p.n;
+  out += row * p.n;
+  float ss = 0.0f;
+  for (uint i = tid; i < p.n; i += ntg) ss += x[i] * x[i];
+  ss = simd_sum(ss);
+  if (lane == 0) partial[sg] = ss;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  float total = 0.0f;
+  for (uint s = 0; s < nsg; s++) total += partial[s];
+  float inv = rsqrt(total / float(p.n) + p.eps);
+  for (uint i = tid; i < p.n; i += ntg) {
+    float g = z[i];
+    out[i] = x[i] * inv * load_elem(w, i, p.wDT) * (g / (1.0f + exp(-g)));
+  }
+}
+
+struct SplitParams {
+  uint n;      // blocks
+  uint width;  // values per half block
+};
+
+// split_heads: a gets the first half of each block of 2*width values of src, b the second.
+kernel void split_heads(device const float* src [[buffer(0)]], device float* a [[buffer(1)]],
+                        device float* b [[buffer(2)]], constant SplitParams& p [[buffer(3)]],
+                        uint i [[thread_position_in_grid]]) {
+  if (i >= p.n * p.width) return;
+  uint blk = i / p.width, j = i % p.width;
+  a[i] = src[2 * blk * p.width + j];
+  b[i] = src[(2 * blk + 1) * p.width + j];
+}
+
+kernel void sigmoid_mul(device float* x [[buffer(0)]], device const float* gate [[buffer(1)]],
+                        constant EltParams& p [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+  if (i >= p.n) return;
+  x[i] *= 1.0f / (1.0f + exp(-gate[i]));
+}
+
+kernel void copy_buf(device const float* src [[buffer(0)]], device float* dst [[buffer(1)]],
+                     constant EltParams& p [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+  if (i >= p.n) return;
+  dst[i] = src[i];
+}
 #line 1 "metal/kernels/rope.metal"
 // rope.metal: rotary position embedding, alone (queries) or fused with the KV-cache write (keys
 // and values, one pass instead of a rotation then a copy).
@@ -1190,6 +1385,24 @@ void k_matvec_silu_q6_k(void* const* b, const msl::Ids& id) {
 void k_rmsnorm(void* const* b, const msl::Ids& id) {
   rmsnorm(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<float*>(b[2]), *reinterpret_cast<RMSNormParams*>(b[3]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.tptg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.sptg), msl::Attr<uint>(id.tiisg));
 }
+void k_causal_conv(void* const* b, const msl::Ids& id) {
+  causal_conv(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<float*>(b[2]), reinterpret_cast<float*>(b[3]), *reinterpret_cast<ConvParams*>(b[4]), msl::Attr<uint>(id.tpig));
+}
+void k_gated_delta(void* const* b, const msl::Ids& id) {
+  gated_delta(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<DeltaParams*>(b[7]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.tptg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.sptg), msl::Attr<uint>(id.tiisg));
+}
+void k_gated_rmsnorm(void* const* b, const msl::Ids& id) {
+  gated_rmsnorm(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<float*>(b[3]), *reinterpret_cast<GatedNormParams*>(b[4]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.tptg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.sptg), msl::Attr<uint>(id.tiisg));
+}
+void k_split_heads(void* const* b, const msl::Ids& id) {
+  split_heads(reinterpret_cast<const float*>(b[0]), reinterpret_cast<float*>(b[1]), reinterpret_cast<float*>(b[2]), *reinterpret_cast<SplitParams*>(b[3]), msl::Attr<uint>(id.tpig));
+}
+void k_sigmoid_mul(void* const* b, const msl::Ids& id) {
+  sigmoid_mul(reinterpret_cast<float*>(b[0]), reinterpret_cast<const float*>(b[1]), *reinterpret_cast<EltParams*>(b[2]), msl::Attr<uint>(id.tpig));
+}
+void k_copy_buf(void* const* b, const msl::Ids& id) {
+  copy_buf(reinterpret_cast<const float*>(b[0]), reinterpret_cast<float*>(b[1]), *reinterpret_cast<EltParams*>(b[2]), msl::Attr<uint>(id.tpig));
+}
 void k_rope(void* const* b, const msl::Ids& id) {
   rope(reinterpret_cast<float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const uint*>(b[2]), *reinterpret_cast<RopeParams*>(b[3]), msl::Attr<uint>(id.tpig));
 }
@@ -1236,9 +1449,15 @@ const msl::Kernel emu_kernels[] = {
     k_matvec_silu_q5_k,
     k_matvec_silu_q6_k,
     k_rmsnorm,
+    k_causal_conv,
+    k_gated_delta,
+    k_gated_rmsnorm,
+    k_split_heads,
+    k_sigmoid_mul,
+    k_copy_buf,
     k_rope,
     k_kv_store,
     k_argmax,
     k_topk,
 };
-const uint32_t emu_kernel_count = 35;
+const uint32_t emu_kernel_count = 41;
