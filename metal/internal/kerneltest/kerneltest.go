@@ -37,6 +37,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("Elementwise", func(t *testing.T) { testElementwise(t, open) })
 	t.Run("Rope", func(t *testing.T) { testRope(t, open) })
 	t.Run("Attention", func(t *testing.T) { testAttention(t, open) })
+	t.Run("Recurrent", func(t *testing.T) { testRecurrent(t, open) })
 	t.Run("NormOffset", func(t *testing.T) { testNormOffset(t, open) })
 	t.Run("GELUAndScale", func(t *testing.T) { testGELUAndScale(t, open) })
 	t.Run("PartialRope", func(t *testing.T) { testPartialRope(t, open) })
