@@ -128,13 +128,13 @@ func (m *Model) recStateBytes() int64 {
 }
 
 // canRun reports whether be runs every layer of the model: recurrent layers need
-// backend.Recurrent, which the Metal backend does not implement yet.
+// backend.Recurrent.
 func (m *Model) canRun(be backend.Backend) error {
 	if m.rec == nil {
 		return nil
 	}
 	if _, ok := be.(backend.Recurrent); !ok {
-		return fmt.Errorf("backend %s does not run %s's recurrent layers yet; use the cpu backend", be.Name(), m.cfg.Arch)
+		return fmt.Errorf("backend %s does not run %s's recurrent layers; use the cpu backend", be.Name(), m.cfg.Arch)
 	}
 	return nil
 }

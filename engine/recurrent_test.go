@@ -146,7 +146,7 @@ func TestRecurrentDecodeMatchesPrefill(t *testing.T) {
 	}
 }
 
-// noRecurrent is a backend without the recurrent operations, as the Metal backend is today.
+// noRecurrent is a backend without the recurrent operations.
 type noRecurrent struct{ backend.Backend }
 
 func (noRecurrent) Name() string { return "norec" }
