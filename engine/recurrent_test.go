@@ -162,3 +162,26 @@ func TestRecurrentNeedsBackendSupport(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestRecurrentDecodeAllocs requires a decode step of a model with recurrent layers to allocate
+// nothing, as a Llama's does.
+func TestRecurrentDecodeAllocs(t *testing.T) {
+	for _, family := range hybridFixtures {
+		t.Run(family, func(t *testing.T) {
+			m := loadFixture(t, family)
+			s := m.NewSession()
+			if _, err := s.Generate(context.Background(), randomIDs(rand.New(rand.NewPCG(1, 1)), 20, m.cfg.Vocab), Sampling{}, nil); err != nil {
+				t.Fatal(err)
+			}
+			allocs := testing.AllocsPerRun(20, func() {
+				s.one[0] = int32(len(s.tokens) % m.cfg.Vocab)
+				if err := s.step(s.one[:]); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("a decode step allocates %v times", allocs)
+			}
+		})
+	}
+}
