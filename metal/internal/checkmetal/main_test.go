@@ -77,6 +77,7 @@ func TestFaultsRejected(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			dir := copyKernels(t)
 			path := filepath.Join(dir, tc.file)
 			src, err := os.ReadFile(path)
