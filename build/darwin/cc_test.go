@@ -97,6 +97,19 @@ func TestCCFlags(t *testing.T) {
 	}
 }
 
+func TestCCLinkNamesEachLibraryOnce(t *testing.T) {
+	got := dry(t, "-o", "a.out", "go.o", "-lobjc", "-framework", "AppKit", "-lresolv", "-lobjc", "-lm", "-lresolv")
+	want := []string{"-o", "a.out", "go.o", "-lobjc", "-framework", "AppKit", "-lresolv", "-lm"}
+	if len(got) < len(want) || !slices.Equal(got[len(got)-len(want):], want) {
+		t.Errorf("command %q, want it to end with %q", got, want)
+	}
+	// A compile is left as it is.
+	got = dry(t, "-c", "x.c", "-lm", "-lm")
+	if !slices.Equal(got[len(got)-4:], []string{"-c", "x.c", "-lm", "-lm"}) {
+		t.Errorf("compile %q", got)
+	}
+}
+
 func TestCCTools(t *testing.T) {
 	bin := t.TempDir()
 	strip := filepath.Join(bin, "llvm-strip")

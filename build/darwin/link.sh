@@ -43,6 +43,11 @@ export MACOS_SDK LAYA_ZIG
 echo "check-darwin-link: zig $("$LAYA_ZIG" version), SDK $MACOS_SDK"
 
 export CGO_ENABLED=1 GOOS=darwin GOARCH=arm64 CC=$PWD/build/darwin/cc
+# Go's build cache knows the C compiler by zig's version only, not by the flags cc adds or the SDK
+# it reads: name them in CGO_CFLAGS, so that a change to cc, the stand-ins or the SDK compiles again
+# rather than reusing objects built without today's warnings.
+id=$({ cat build/darwin/cc; find build/darwin/sdk-extra -type f | LC_ALL=C sort | xargs cat; echo "$MACOS_SDK"; } | cksum | cut -d' ' -f1)
+export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g} -DLAYA_DARWIN_CC=$id"
 go=${GO:-go}
 mkdir -p "$out"
 # Every package, then the two executables and the darwin test binaries, linked.

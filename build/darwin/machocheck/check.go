@@ -11,10 +11,16 @@ import (
 	"hash"
 )
 
-// Load commands debug/macho leaves as raw bytes.
+// Load commands, from <mach-o/loader.h>.
 const (
-	lcCodeSignature = 0x1d
-	lcBuildVersion  = 0x32
+	lcLoadDylib       = 0xc
+	lcLoadWeakDylib   = 0x80000018
+	lcRpath           = 0x8000001c
+	lcCodeSignature   = 0x1d
+	lcReexportDylib   = 0x8000001f
+	lcLazyLoadDylib   = 0x20
+	lcLoadUpwardDylib = 0x80000023
+	lcBuildVersion    = 0x32
 )
 
 // Code signing blob magics and flags (xnu's osfmk/kern/cs_blobs.h).
@@ -51,12 +57,28 @@ func Check(data []byte) (*Info, error) {
 	}
 	info := &Info{}
 	var sig []byte
+	seen := map[string]bool{}
 	for _, l := range f.Loads {
 		raw := l.Raw()
 		if len(raw) < 8 {
 			continue
 		}
-		switch f.ByteOrder.Uint32(raw) {
+		switch cmd := f.ByteOrder.Uint32(raw); cmd {
+		case lcLoadDylib, lcLoadWeakDylib, lcReexportDylib, lcLazyLoadDylib, lcLoadUpwardDylib, lcRpath:
+			// dyld warns about a dylib or run path named twice since macOS 15 and refuses to
+			// launch the executable since macOS 26; Apple's linker drops repeats, zig's does not.
+			name, err := loadString(f.ByteOrder, raw)
+			if err != nil {
+				return nil, err
+			}
+			what := "linked dylib"
+			if cmd == lcRpath {
+				what = "LC_RPATH"
+			}
+			if seen[what+name] {
+				return nil, fmt.Errorf("duplicate %s %s: dyld refuses to launch it", what, name)
+			}
+			seen[what+name] = true
 		case lcBuildVersion:
 			if len(raw) < 16 {
 				return nil, errors.New("short LC_BUILD_VERSION")
@@ -95,6 +117,22 @@ func Check(data []byte) (*Info, error) {
 		return nil, err
 	}
 	return info, nil
+}
+
+// loadString returns the string a dylib or run path load command names.
+func loadString(bo binary.ByteOrder, raw []byte) (string, error) {
+	if len(raw) < 12 {
+		return "", errors.New("short dylib or run path load command")
+	}
+	off := bo.Uint32(raw[8:])
+	if off < 12 || uint64(off) >= uint64(len(raw)) {
+		return "", fmt.Errorf("load command string at %d outside its %d bytes", off, len(raw))
+	}
+	s := raw[off:]
+	if i := bytes.IndexByte(s, 0); i >= 0 {
+		s = s[:i]
+	}
+	return string(s), nil
 }
 
 // codeDirectory returns the code directory blob of an embedded signature.

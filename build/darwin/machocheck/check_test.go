@@ -53,6 +53,21 @@ func TestCheckFixture(t *testing.T) {
 	}
 }
 
+// testdata/dup-arm64 names libdemo twice, as zig's linker does for a library given twice
+// (cgo passes -lobjc once per package that asks for it):
+//
+//	zig cc -target aarch64-macos.13.0 -Os -s -o dup-arm64 tiny.c -L. -ldemo -ldemo
+func TestCheckDuplicateDylib(t *testing.T) {
+	data, err := os.ReadFile("testdata/dup-arm64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Check(data)
+	if err == nil || !strings.Contains(err.Error(), "duplicate linked dylib /usr/lib/libdemo.dylib") {
+		t.Errorf("got error %v, want a duplicate libdemo", err)
+	}
+}
+
 func TestCheckRejects(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -85,6 +100,13 @@ func TestCheckRejects(t *testing.T) {
 			b[f.Section("__text").Offset] ^= 1
 			return b
 		}, "does not match its code directory hash"},
+		{"dylib name outside its command", func(t *testing.T, b []byte) []byte {
+			// A weak dylib, which debug/macho leaves unparsed.
+			off := loadCmd(t, b, lcLoadDylib)
+			binary.LittleEndian.PutUint32(b[off:], lcLoadWeakDylib)
+			binary.LittleEndian.PutUint32(b[off+8:], 0xffff)
+			return b
+		}, "outside its"},
 		{"truncated", func(t *testing.T, b []byte) []byte { return b[:len(b)-100] }, "past the end of the file"},
 		{"blob count", func(t *testing.T, b []byte) []byte {
 			sig := binary.LittleEndian.Uint32(b[loadCmd(t, b, lcCodeSignature)+8:])
