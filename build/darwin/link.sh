@@ -51,8 +51,9 @@ export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g} -DLAYA_DARWIN_CC=$id"
 go=${GO:-go}
 mkdir -p "$out"
 # Every package, then the two executables and the darwin test binaries, linked.
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
 "$go" build ./...
-"$go" build -trimpath -o "$out/" ./app ./cmd/laya
+"$go" build -o "$out/" ./app ./cmd/laya
 "$go" test -c -o "$out/metal.test" ./metal
-GOOS= GOARCH= CGO_ENABLED= CC= "$go" run ./build/darwin/machocheck "$out/app" "$out/laya" "$out/metal.test"
+GOOS= GOARCH= CGO_ENABLED= CC= CGO_CFLAGS= "$go" run ./build/darwin/machocheck "$out/app" "$out/laya" "$out/metal.test"
 echo "check-darwin-link: ok"
