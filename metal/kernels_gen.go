@@ -33,6 +33,7 @@ const (
 	mslMvSimdgroups    = 2
 	mslMvChunk         = 16
 	mslDeltaMaxDim     = 256
+	mslDeltaPerLane    = 8
 	mslRopeHalf        = 0
 	mslRopeInterleaved = 1
 	mslSelectThreads   = 256

@@ -88,7 +88,8 @@ func (b *Backend) recordGatedDelta(c *call) {
 	p := mslDeltaParams{kHeads: uint32(o.kvHeads), vHeads: uint32(o.heads), kDim: uint32(o.headDim), vDim: uint32(o.n),
 		rows: uint32(o.rows), fresh: uint32(o.pairs), tiled: o.style & 1, negExpA: o.style >> 1 & 1,
 		aDT: o.w.dt, dtDT: o.bias.dt}
-	b.pl.encGatedDelta([3]uint32{uint32(o.heads), 1, 1}, [3]uint32{128, 1, 1},
+	// Four simdgroups, four state columns, per threadgroup.
+	b.pl.encGatedDelta([3]uint32{uint32(o.heads), uint32((o.n + 3) / 4), 1}, [3]uint32{128, 1, 1},
 		o.args[0], o.args[1], o.args[2], o.w.data, o.bias.data, o.args[3], o.args[4], &p)
 }
 

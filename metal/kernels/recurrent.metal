@@ -1,7 +1,7 @@
 // recurrent.metal: the recurrent layers' operations (backend.Recurrent): LFM2's gated short
-// convolution and Qwen3.5's convolution, Gated DeltaNet's delta rule (step by step: one
-// threadgroup per value head walks the rows in order), its gated RMSNorm, the split of Qwen3.5's
-// gated query and the sigmoid gate, and a buffer copy for state snapshots.
+// convolution and Qwen3.5's convolution, Gated DeltaNet's delta rule (step by step, the state
+// in registers), its gated RMSNorm, the split of Qwen3.5's gated query and the sigmoid gate, and
+// a buffer copy for state snapshots.
 
 struct ConvParams {
   uint channels;
@@ -61,77 +61,67 @@ struct DeltaParams {
 
 // DELTA_MAX_DIM bounds the key head size gated_delta takes (Qwen3.5's is 128).
 #define DELTA_MAX_DIM 256
+#define DELTA_PER_LANE 8
 
-// gated_delta: one threadgroup per value head h. Per row, the threads normalize q and k into
-// threadgroup memory together, then each owns state columns v (S[k][v] for every k, in device
-// memory) and updates them: S = g*S; S += k * beta*(v - Sᵀk); out = Sᵀq.
+// gated_delta: one simdgroup per state column (value head h = threadgroup x, column c). Its
+// lanes hold the column S[k][c] in registers, lane l the rows k = l + 32*j, for every row of the
+// call, so the state is read and written once per call: per row, S = g*S; S += k * beta*(v - Sᵀk);
+// out = Sᵀq, the sums over k by simd_sum. Simdgroups share nothing, so no barriers.
 kernel void gated_delta(device const float* qkv [[buffer(0)]], device const float* a [[buffer(1)]],
                         device const float* b [[buffer(2)]], device const uchar* aw [[buffer(3)]],
                         device const uchar* dtBias [[buffer(4)]], device float* state [[buffer(5)]],
                         device float* out [[buffer(6)]], constant DeltaParams& p [[buffer(7)]],
-                        uint h [[threadgroup_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
-                        uint ntg [[threads_per_threadgroup]], uint sg [[simdgroup_index_in_threadgroup]],
+                        uint2 tg [[threadgroup_position_in_grid]], uint sg [[simdgroup_index_in_threadgroup]],
                         uint nsg [[simdgroups_per_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  threadgroup float qs[DELTA_MAX_DIM];
-  threadgroup float ks[DELTA_MAX_DIM];
-  threadgroup float partial[2 * 32];
+  uint h = tg.x, c = tg.y * nsg + sg;
+  if (c >= p.vDim) return;
   uint kh = p.tiled != 0 ? h % p.kHeads : h / (p.vHeads / p.kHeads);
   uint width = 2 * p.kHeads * p.kDim + p.vHeads * p.vDim;
-  device float* S = state + h * p.kDim * p.vDim;
-  if (p.fresh != 0) {
-    for (uint i = tid; i < p.kDim * p.vDim; i += ntg) S[i] = 0.0f;
+  device float* S = state + h * p.kDim * p.vDim + c;
+  float col[DELTA_PER_LANE];
+  for (uint j = 0; j < DELTA_PER_LANE; j++) {
+    uint k = lane + 32 * j;
+    col[j] = (p.fresh == 0 && k < p.kDim) ? S[k * p.vDim] : 0.0f;
   }
   float A = load_elem(aw, h, p.aDT);
   float negA = p.negExpA != 0 ? A : -exp(A);
   float dt = load_elem(dtBias, h, p.dtDT);
   float scale = rsqrt(float(p.kDim));
   for (uint r = 0; r < p.rows; r++) {
-    device const float* row = qkv + r * width;
+    device const float* q = qkv + r * width + kh * p.kDim;
+    device const float* kk = qkv + r * width + (p.kHeads + kh) * p.kDim;
+    float qv[DELTA_PER_LANE], kv[DELTA_PER_LANE];
     float sq = 0.0f, sk = 0.0f;
-    for (uint i = tid; i < p.kDim; i += ntg) {
-      float q = row[kh * p.kDim + i], k = row[(p.kHeads + kh) * p.kDim + i];
-      qs[i] = q;
-      ks[i] = k;
-      sq += q * q;
-      sk += k * k;
+    for (uint j = 0; j < DELTA_PER_LANE; j++) {
+      uint k = lane + 32 * j;
+      qv[j] = k < p.kDim ? q[k] : 0.0f;
+      kv[j] = k < p.kDim ? kk[k] : 0.0f;
+      sq += qv[j] * qv[j];
+      sk += kv[j] * kv[j];
     }
-    sq = simd_sum(sq);
-    sk = simd_sum(sk);
-    if (lane == 0) {
-      partial[sg] = sq;
-      partial[32 + sg] = sk;
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    float tq = 0.0f, tk = 0.0f;
-    for (uint s = 0; s < nsg; s++) {
-      tq += partial[s];
-      tk += partial[32 + s];
-    }
-    float iq = rsqrt(tq + 1e-6f) * scale, ik = rsqrt(tk + 1e-6f);
+    float iq = rsqrt(simd_sum(sq) + 1e-6f) * scale, ik = rsqrt(simd_sum(sk) + 1e-6f);
     float x = a[r * p.vHeads + h] + dt;
     float sp = x > 20.0f ? x : log(1.0f + exp(x));
     float g = exp(negA * sp);
     float beta = 1.0f / (1.0f + exp(-b[r * p.vHeads + h]));
-    device const float* v = row + 2 * p.kHeads * p.kDim + h * p.vDim;
-    device float* o = out + (r * p.vHeads + h) * p.vDim;
-    for (uint c = tid; c < p.vDim; c += ntg) {
-      float mem = 0.0f;
-      for (uint k = 0; k < p.kDim; k++) {
-        float s = S[k * p.vDim + c] * g;
-        S[k * p.vDim + c] = s;
-        mem += s * ks[k] * ik;
-      }
-      float delta = (v[c] - mem) * beta;
-      float acc = 0.0f;
-      for (uint k = 0; k < p.kDim; k++) {
-        float s = S[k * p.vDim + c] + ks[k] * ik * delta;
-        S[k * p.vDim + c] = s;
-        acc += s * qs[k] * iq;
-      }
-      o[c] = acc;
+    float mem = 0.0f;
+    for (uint j = 0; j < DELTA_PER_LANE; j++) {
+      kv[j] *= ik;
+      col[j] *= g;
+      mem += col[j] * kv[j];
     }
-    // The next row overwrites qs, ks and partial.
-    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float delta = (qkv[r * width + 2 * p.kHeads * p.kDim + h * p.vDim + c] - simd_sum(mem)) * beta;
+    float o = 0.0f;
+    for (uint j = 0; j < DELTA_PER_LANE; j++) {
+      col[j] += kv[j] * delta;
+      o += col[j] * qv[j] * iq;
+    }
+    o = simd_sum(o);
+    if (lane == 0) out[(r * p.vHeads + h) * p.vDim + c] = o;
+  }
+  for (uint j = 0; j < DELTA_PER_LANE; j++) {
+    uint k = lane + 32 * j;
+    if (k < p.kDim) S[k * p.vDim] = col[j];
   }
 }
 
