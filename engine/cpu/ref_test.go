@@ -551,9 +551,9 @@ func TestBadInputsDoNotPanic(t *testing.T) {
 	if err := c.Sync(); err == nil {
 		t.Fatal("rmsnorm on a short buffer: no error")
 	}
-	c.Rope(small, 1, 1, 0, &backend.Rope{HeadDim: 4, InvFreq: []float32{1}})
+	c.Rope(small, 1, 1, 0, &backend.Rope{HeadDim: 4, InvFreq: []float32{1, 1, 1}})
 	if err := c.Sync(); err == nil {
-		t.Fatal("rope with a wrong frequency count: no error")
+		t.Fatal("rope with more frequencies than pairs: no error")
 	}
 	other := struct{ backend.Buffer }{}
 	c.Add(other, small, 1)

@@ -352,6 +352,16 @@ func fixtureDType(format, name string, dims int, quant map[string]any, torch str
 			return plain(tensor.Q6_K)
 		}
 		return plain(tensor.Q4_K)
+	case "q4_k_m":
+		// llama.cpp's own Q4_K_M of a tied model: the embedding (the output matrix too) in Q6_K,
+		// attn_v and ffn_down in Q6_K in some layers only (its use_more_bits), the rest Q4_K.
+		switch {
+		case name == "model.embed_tokens.weight":
+			return plain(tensor.Q6_K)
+		case strings.HasSuffix(name, "down_proj.weight") || strings.HasSuffix(name, "v_proj.weight"):
+			return ""
+		}
+		return plain(tensor.Q4_K)
 	}
 	return "unknown format " + format
 }
