@@ -102,7 +102,8 @@ func do(t *testing.T, method, url, body string, header ...string) (int, string, 
 			req.Header.Set(header[i], header[i+1])
 		}
 	}
-	c := &http.Client{Timeout: 10 * time.Second}
+	// A connection per request: no test meets another's idle connections in a shared pool.
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +245,7 @@ func TestRejects(t *testing.T) {
 				req.Header.Set(tc.header[0], tc.header[1])
 			}
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
