@@ -246,8 +246,9 @@ func session(kind, name string) string {
 
 // run completes req for client, sending each piece to onPiece from the handler's goroutine
 // (never the engine's, so a slow client cannot stall the model) with the write deadline
-// renewed, and returns the final frame. A client too slow to take its pieces is dropped.
-func (s *Server) run(w http.ResponseWriter, r *http.Request, client string, req complete.Request, onPiece func(string) error) server.Frame {
+// renewed, and returns the final frame with its HTTP status. A client too slow to take its
+// pieces is dropped.
+func (s *Server) run(w http.ResponseWriter, r *http.Request, client string, req complete.Request, onPiece func(string) error) (server.Frame, int) {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	rc := http.NewResponseController(w)
@@ -287,18 +288,16 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, client string, req 
 	}
 	res := <-done
 	rc.SetWriteDeadline(time.Now().Add(s.opt.WriteTimeout))
-	return server.Final(nil, res.sug, res.err)
-}
-
-// status is the HTTP status for a final frame that carries an error.
-func status(f server.Frame) int {
+	f := server.Final(nil, res.sug, res.err)
 	switch {
+	case res.err == nil:
+		return f, http.StatusOK
 	case f.Canceled:
-		return 499 // the client went away or a newer request of its session came
-	case strings.Contains(f.Error, complete.ErrBusy.Error()), strings.Contains(f.Error, complete.ErrClosed.Error()):
-		return http.StatusServiceUnavailable
+		return f, 499 // the client went away, or a newer request of its session came
+	case errors.Is(res.err, complete.ErrBusy), errors.Is(res.err, complete.ErrClosed):
+		return f, http.StatusServiceUnavailable
 	}
-	return http.StatusInternalServerError
+	return f, http.StatusInternalServerError
 }
 
 // allow applies the endpoint's rate limit to a completion request.

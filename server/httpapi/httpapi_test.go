@@ -569,3 +569,30 @@ func TestLongRequestOutlivesReadTimeout(t *testing.T) {
 		t.Error("the slow body reached the completer")
 	}
 }
+
+// failing answers every request with its error.
+type failing struct{ err error }
+
+func (f failing) Complete(context.Context, string, complete.Request, func(string)) (complete.Suggestion, error) {
+	return complete.Suggestion{}, f.err
+}
+
+// A full session pool is 503 (try again), any other failure 500, in each protocol's shape.
+func TestCompletionErrors(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		status int
+	}{{complete.ErrBusy, 503}, {errors.New("engine: forward pass: boom"), 500}} {
+		url := start(t, failing{tc.err}, Options{Key: testKey})
+		for _, rt := range []struct{ path, body, shape string }{
+			{"/v1/completions", `{"prompt":"a"}`, `{"error":{"code":`},
+			{"/infill", `{"input_prefix":"a"}`, `{"error":{"code":`},
+			{"/api/generate", `{"prompt":"a","stream":false}`, `{"error":"`},
+		} {
+			status, body, _ := do(t, "POST", url+rt.path, rt.body)
+			if status != tc.status || !strings.HasPrefix(body, rt.shape) || !strings.Contains(body, tc.err.Error()) {
+				t.Errorf("%s with %v: %d %s", rt.path, tc.err, status, body)
+			}
+		}
+	}
+}

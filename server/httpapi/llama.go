@@ -114,17 +114,17 @@ func (s *Server) infill(w http.ResponseWriter, r *http.Request) {
 	if q.IDSlot != nil && *q.IDSlot >= 0 {
 		slot = strconv.Itoa(*q.IDSlot)
 	}
-	f := s.run(w, r, session("llama", slot), req, onPiece)
-	if f.Error != "" || f.Canceled {
+	f, code := s.run(w, r, session("llama", slot), req, onPiece)
+	if code != http.StatusOK {
 		msg := f.Error
 		if f.Canceled {
 			msg = "canceled"
 		}
 		if q.Stream {
-			event(w, map[string]any{"error": map[string]any{"code": status(f), "message": msg, "type": "server_error"}})
+			event(w, map[string]any{"error": map[string]any{"code": code, "message": msg, "type": "server_error"}})
 			return
 		}
-		s.fail(w, r, status(f), msg)
+		s.fail(w, r, code, msg)
 		return
 	}
 	final := infillResponse{Stop: true, StopType: stopType(f.Stop), Model: s.opt.ModelName,

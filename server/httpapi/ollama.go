@@ -111,8 +111,8 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 			return line(ollamaResponse{Model: model, CreatedAt: time.Now().UTC().Format(time.RFC3339Nano), Response: t})
 		}
 	}
-	f := s.run(w, r, session("ollama", q.Model), req, onPiece)
-	if f.Error != "" || f.Canceled {
+	f, code := s.run(w, r, session("ollama", q.Model), req, onPiece)
+	if code != http.StatusOK {
 		msg := f.Error
 		if f.Canceled {
 			msg = "canceled"
@@ -121,7 +121,7 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 			line(map[string]string{"error": msg})
 			return
 		}
-		s.fail(w, r, status(f), msg)
+		s.fail(w, r, code, msg)
 		return
 	}
 	reason := "stop"

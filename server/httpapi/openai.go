@@ -118,8 +118,8 @@ func (s *Server) openAICompletions(w http.ResponseWriter, r *http.Request) {
 			return event(w, chunk)
 		}
 	}
-	f := s.run(w, r, session("openai", sr.Client), req, onPiece)
-	if f.Error != "" || f.Canceled {
+	f, code := s.run(w, r, session("openai", sr.Client), req, onPiece)
+	if code != http.StatusOK {
 		msg := f.Error
 		if f.Canceled {
 			msg = "canceled"
@@ -128,7 +128,7 @@ func (s *Server) openAICompletions(w http.ResponseWriter, r *http.Request) {
 			event(w, map[string]any{"error": map[string]any{"message": msg, "type": "server_error"}})
 			return
 		}
-		s.fail(w, r, status(f), msg)
+		s.fail(w, r, code, msg)
 		return
 	}
 	finish := "stop"
