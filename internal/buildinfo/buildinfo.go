@@ -50,15 +50,17 @@ var read = sync.OnceValue(func() Info {
 // Read returns this binary's build information.
 func Read() Info { return read() }
 
-// String is a one-line form for people: "v0.1.0", or "(devel) 1a6cd92e1f3b (modified)".
+// String is a one-line form for people: "v0.1.0", "(devel) 1a6cd92e1f3b (modified)", or a
+// pseudo-version, which names the commit itself.
 func (i Info) String() string {
 	var b strings.Builder
 	b.WriteString(i.Version)
-	if i.Revision != "" {
-		fmt.Fprintf(&b, " %.12s", i.Revision)
-		if i.Modified {
-			b.WriteString(" (modified)")
-		}
+	short := i.Revision[:min(12, len(i.Revision))]
+	if short != "" && !strings.Contains(i.Version, short) {
+		b.WriteString(" " + short)
+	}
+	if i.Modified {
+		b.WriteString(" (modified)")
 	}
 	return b.String()
 }

@@ -15,6 +15,7 @@ func TestString(t *testing.T) {
 		{Info{Version: "v0.2.0"}, "v0.2.0"},
 		{Info{Version: "(devel)", Revision: "1a6cd92e1f3b4c5d", Modified: true}, "(devel) 1a6cd92e1f3b (modified)"},
 		{Info{Version: "(devel)", Revision: "1a6cd92e1f3b4c5d"}, "(devel) 1a6cd92e1f3b"},
+		{Info{Version: "v0.0.0-20261203170436-1a6cd92e1f3b", Revision: "1a6cd92e1f3b4c5d"}, "v0.0.0-20261203170436-1a6cd92e1f3b"},
 	} {
 		if got := c.i.String(); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.i, got, c.want)
