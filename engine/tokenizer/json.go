@@ -85,7 +85,6 @@ type jsonSpecial struct {
 }
 
 type jsonBPE struct {
-	Type                    string           `json:"type"`
 	Dropout                 *float64         `json:"dropout"`
 	UnkToken                *string          `json:"unk_token"`
 	ContinuingSubwordPrefix *string          `json:"continuing_subword_prefix"`
@@ -117,12 +116,19 @@ func FromJSON(data []byte) (*Tokenizer, error) {
 	if isNull(f.Model) {
 		return nil, errors.New("tokenizer: tokenizer.json has no model")
 	}
+	// The type first: other models' fields (Unigram's vocab is a list) do not fit BPE's.
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(f.Model, &head); err != nil {
+		return nil, fmt.Errorf("tokenizer: model: %w", err)
+	}
+	if head.Type != "" && head.Type != "BPE" {
+		return nil, fmt.Errorf("tokenizer: unsupported model type %s (only BPE is)", head.Type)
+	}
 	var jm jsonBPE
 	if err := json.Unmarshal(f.Model, &jm); err != nil {
 		return nil, fmt.Errorf("tokenizer: model: %w", err)
-	}
-	if jm.Type != "" && jm.Type != "BPE" {
-		return nil, fmt.Errorf("tokenizer: model type %q is not supported", jm.Type)
 	}
 	merges, err := parseMerges(jm.Merges)
 	if err != nil {
