@@ -33,12 +33,19 @@ func deltaRef(s backend.DeltaShape, qkv, a, b, aLog, dtBias []float32, state []f
 		row := qkv[r*width : (r+1)*width]
 		for h := range s.VHeads {
 			kh := h / (s.VHeads / s.KHeads)
+			if s.Tiled {
+				kh = h % s.KHeads
+			}
 			q := norm(row[kh*dk:(kh+1)*dk], 1/math.Sqrt(float64(dk)))
 			k := norm(row[(s.KHeads+kh)*dk:(s.KHeads+kh+1)*dk], 1)
 			v := row[2*s.KHeads*dk+h*dv : 2*s.KHeads*dk+(h+1)*dv]
 			x := float64(a[r*s.VHeads+h] + dtBias[h])
 			sp := math.Log1p(math.Exp(x))
-			g := math.Exp(-math.Exp(float64(aLog[h])) * sp)
+			negA := -math.Exp(float64(aLog[h]))
+			if s.NegExpA {
+				negA = float64(aLog[h])
+			}
+			g := math.Exp(negA * sp)
 			beta := 1 / (1 + math.Exp(-float64(b[r*s.VHeads+h])))
 			S := st[h*dk*dv : (h+1)*dk*dv]
 			for i := range S {
@@ -153,6 +160,25 @@ func TestGatedDeltaForms(t *testing.T) {
 	split, splitState := dc.run(t, c, []int{deltaChunk, rows - deltaChunk})
 	if !slices.Equal(whole, split) || !slices.Equal(wholeState, splitState) {
 		t.Error("a run split at a chunk boundary differs from the run in one call")
+	}
+
+	// llama.cpp's conventions: value head h reads key head h%KHeads, and A holds -exp(A_log).
+	ll := dc
+	ll.s.Tiled, ll.s.NegExpA = true, true
+	ll.aLog = make([]float32, s.VHeads)
+	for h, v := range dc.aLog {
+		ll.aLog[h] = -float32(math.Exp(float64(v)))
+	}
+	wantOut, wantState = deltaRef(ll.s, ll.qkv, ll.a, ll.b, ll.aLog, ll.dtBs, make([]float64, s.StateLen()), rows)
+	out, state := ll.run(t, c, []int{rows})
+	if d, mag := maxDiff(out, wantOut); d > 2e-5*max(mag, 1) {
+		t.Errorf("llama.cpp order: outputs differ from the reference by %.3g (magnitude %.3g)", d, mag)
+	}
+	if d, mag := maxDiff(state, wantState); d > 2e-5*max(mag, 1) {
+		t.Errorf("llama.cpp order: state differs from the reference by %.3g (magnitude %.3g)", d, mag)
+	}
+	if slices.Equal(out, whole) {
+		t.Error("llama.cpp's value-head order changed nothing")
 	}
 }
 
