@@ -102,6 +102,32 @@ var variants = []variant{
 		return c
 	}, edit: func(ts map[string]*tensor.Tensor, c weights.Config) { permuteQK(ts, c) },
 		ref: func(c *weights.Config) { c.RopeStyle = backend.RopeHalf }},
+	{name: "qwen3", cfg: func() weights.Config {
+		// Heads wider than hidden/heads, normalized before RoPE.
+		c := testConfig()
+		c.Arch, c.HeadDim, c.QKNorm, c.TiedEmbeddings, c.RopeTheta = "qwen3", 12, true, true, 1e6
+		return c
+	}},
+	{name: "smollm3", cfg: func() weights.Config {
+		c := testConfig()
+		c.Arch, c.LayerSpecs = "smollm3", []weights.LayerSpec{{}, {NoRope: true}}
+		return c
+	}},
+	{name: "gemma3", cfg: func() weights.Config {
+		// A sliding layer (window 5, far shorter than the 300-token prompt and its 256-row
+		// prefill chunks) with its own RoPE base, and a global one with linear scaling.
+		c := testConfig()
+		c.Arch, c.QKNorm, c.NormOffset, c.SandwichNorms, c.Act = "gemma3", true, 1, true, weights.GELUTanh
+		c.EmbedScale, c.QueryScale, c.TiedEmbeddings, c.RopeTheta, c.LocalRopeTheta = float32(math.Sqrt(32)), 6, true, 1e6, 1e4
+		c.RopeScale = weights.RopeScaling{Type: "linear", Factor: 2}
+		c.LayerSpecs = []weights.LayerSpec{{LocalRope: true, Window: 5}, {}}
+		return c
+	}},
+	{name: "partial-rope", cfg: func() weights.Config {
+		c := testConfig()
+		c.RopeDims = 4
+		return c
+	}},
 }
 
 func (v variant) model(t testing.TB, seed uint64, ctx int) (*Model, *refModel) {

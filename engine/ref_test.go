@@ -11,8 +11,10 @@ import (
 )
 
 // This file builds tiny random models in memory and runs them through a plain float64
-// transformer written straight from the Llama/Qwen2 definitions, independent of the engine's
-// forward pass and of any backend.
+// transformer written straight from the Llama/Qwen2 definitions (with what Qwen3, SmolLM3 and
+// Gemma 3 add: q/k norms, layers without RoPE, (1+w) norms around both blocks, GELU, scaled
+// embeddings, sliding windows with their own RoPE base), independent of the engine's forward
+// pass and of any backend.
 
 // refModel is a model's weights as float64 matrices, row-major [out][in], under HF names.
 type refModel struct {
@@ -55,6 +57,16 @@ func randModel(cfg weights.Config, seed uint64) (map[string]*tensor.Tensor, *ref
 			add(p+"self_attn.q_proj.bias", 0, 0.5, qd)
 			add(p+"self_attn.k_proj.bias", 0, 0.5, kvd)
 			add(p+"self_attn.v_proj.bias", 0, 0.5, kvd)
+		}
+		// Zero-centred norms hold w around 0 for a scale around 1.
+		normCenter := 1 - float64(cfg.NormOffset)
+		if cfg.QKNorm {
+			add(p+"self_attn.q_norm.weight", normCenter, 0.2, cfg.HeadDim)
+			add(p+"self_attn.k_norm.weight", normCenter, 0.2, cfg.HeadDim)
+		}
+		if cfg.SandwichNorms {
+			add(p+"pre_feedforward_layernorm.weight", normCenter, 0.2, cfg.Dim)
+			add(p+"post_feedforward_layernorm.weight", normCenter, 0.2, cfg.Dim)
 		}
 		add(p+"post_attention_layernorm.weight", 1, 0.2, cfg.Dim)
 		add(p+"mlp.gate_proj.weight", 0, 0.4, cfg.FFN, cfg.Dim)
@@ -119,20 +131,37 @@ func (r *refModel) rmsnorm(x []float64, name string) []float64 {
 	w := r.w[name]
 	out := make([]float64, len(x))
 	for i, v := range x {
-		out[i] = v * inv * w[i]
+		out[i] = v * inv * (w[i] + float64(r.cfg.NormOffset))
 	}
 	return out
 }
 
-// invFreq follows transformers' default and llama3 rope init, written in the same
-// element-wise "where" form as the Python.
-func (r *refModel) invFreq() []float64 {
-	c := r.cfg
-	inv := make([]float64, c.HeadDim/2)
-	for i := range inv {
-		inv[i] = 1 / math.Pow(c.RopeTheta, float64(2*i)/float64(c.HeadDim))
+// headNorm RMS-normalizes each head of x with the weight name (Qwen3's and Gemma 3's q/k norms).
+func (r *refModel) headNorm(x []float64, name string) {
+	hd := r.cfg.HeadDim
+	for h := 0; h < len(x); h += hd {
+		copy(x[h:h+hd], r.rmsnorm(x[h:h+hd], name))
 	}
-	s := c.RopeScale
+}
+
+// invFreq follows transformers' default, linear and llama3 rope init for base theta, written in
+// the same element-wise "where" form as the Python; a partial rotary embedding has frequencies
+// over its RopeDims dimensions.
+func (r *refModel) invFreq() []float64 { return r.invFreqFor(r.cfg.RopeTheta, r.cfg.RopeScale) }
+
+func (r *refModel) invFreqFor(theta float64, s weights.RopeScaling) []float64 {
+	c := r.cfg
+	dims := c.HeadDim
+	if c.RopeDims != 0 {
+		dims = c.RopeDims
+	}
+	inv := make([]float64, dims/2)
+	for i := range inv {
+		inv[i] = 1 / math.Pow(theta, float64(2*i)/float64(dims))
+		if s.Type == "linear" {
+			inv[i] /= s.Factor
+		}
+	}
 	if s.Type != "llama3" {
 		return inv
 	}
@@ -154,10 +183,10 @@ func (r *refModel) invFreq() []float64 {
 	return inv
 }
 
-// rope rotates each head of x at position pos, pairing i with i+half (rotate_half) or 2i with
-// 2i+1 (interleaved).
+// rope rotates the first 2*len(inv) dimensions of each head of x at position pos, pairing i
+// with i+len(inv) (rotate_half) or 2i with 2i+1 (interleaved).
 func (r *refModel) rope(x []float64, pos int, inv []float64) {
-	hd, half := r.cfg.HeadDim, r.cfg.HeadDim/2
+	hd, half := r.cfg.HeadDim, len(inv)
 	for h := 0; h < len(x); h += hd {
 		for i := range half {
 			a, b := h+i, h+i+half
@@ -174,13 +203,35 @@ func (r *refModel) rope(x []float64, pos int, inv []float64) {
 func (r *refModel) logits(ids []int32) [][]float64 {
 	c := r.cfg
 	hd, group := c.HeadDim, c.Heads/c.KVHeads
-	inv := r.invFreq()
+	scale := 1 / math.Sqrt(float64(hd))
+	if c.QueryScale != 0 {
+		scale = 1 / math.Sqrt(c.QueryScale)
+	}
 	x := make([][]float64, len(ids))
 	for p, id := range ids {
 		x[p] = append([]float64(nil), r.w["model.embed_tokens.weight"][int(id)*c.Dim:(int(id)+1)*c.Dim]...)
+		if c.EmbedScale != 0 {
+			for i := range x[p] {
+				x[p][i] *= float64(c.EmbedScale)
+			}
+		}
+	}
+	// add adds a block's output y to x, through the post-norm when the model has one.
+	add := func(x, y []float64, postNorm string) {
+		if c.SandwichNorms {
+			y = r.rmsnorm(y, postNorm)
+		}
+		for i := range y {
+			x[i] += y[i]
+		}
 	}
 	for l := range c.Layers {
 		pre := fmt.Sprintf("model.layers.%d.", l)
+		spec := c.Layer(l)
+		inv := r.invFreq()
+		if spec.LocalRope {
+			inv = r.invFreqFor(c.LocalRopeTheta, weights.RopeScaling{})
+		}
 		ks, vs := make([][]float64, len(ids)), make([][]float64, len(ids))
 		qs := make([][]float64, len(ids))
 		for p := range ids {
@@ -188,22 +239,32 @@ func (r *refModel) logits(ids []int32) [][]float64 {
 			qs[p] = r.mat(pre+"self_attn.q_proj.weight", h)
 			ks[p] = r.mat(pre+"self_attn.k_proj.weight", h)
 			vs[p] = r.mat(pre+"self_attn.v_proj.weight", h)
-			r.rope(qs[p], p, inv)
-			r.rope(ks[p], p, inv)
+			if c.QKNorm {
+				r.headNorm(qs[p], pre+"self_attn.q_norm.weight")
+				r.headNorm(ks[p], pre+"self_attn.k_norm.weight")
+			}
+			if !spec.NoRope {
+				r.rope(qs[p], p, inv)
+				r.rope(ks[p], p, inv)
+			}
 		}
 		for p := range ids {
+			first := 0
+			if spec.Window > 0 {
+				first = max(0, p+1-spec.Window)
+			}
 			att := make([]float64, c.Heads*hd)
 			for h := range c.Heads {
 				kv := h / group
 				q := qs[p][h*hd : (h+1)*hd]
-				scores := make([]float64, p+1)
+				scores := make([]float64, p+1-first)
 				m := math.Inf(-1)
 				for j := range scores {
 					var s float64
 					for d := range hd {
-						s += q[d] * ks[j][kv*hd+d]
+						s += q[d] * ks[first+j][kv*hd+d]
 					}
-					scores[j] = s / math.Sqrt(float64(hd))
+					scores[j] = s * scale
 					m = math.Max(m, scores[j])
 				}
 				var sum float64
@@ -213,24 +274,26 @@ func (r *refModel) logits(ids []int32) [][]float64 {
 				}
 				for j, a := range scores {
 					for d := range hd {
-						att[h*hd+d] += a / sum * vs[j][kv*hd+d]
+						att[h*hd+d] += a / sum * vs[first+j][kv*hd+d]
 					}
 				}
 			}
-			o := r.mat(pre+"self_attn.o_proj.weight", att)
-			for i := range o {
-				x[p][i] += o[i]
+			add(x[p], r.mat(pre+"self_attn.o_proj.weight", att), pre+"post_attention_layernorm.weight")
+			ffnNorm := pre + "post_attention_layernorm.weight"
+			if c.SandwichNorms {
+				ffnNorm = pre + "pre_feedforward_layernorm.weight"
 			}
-			h := r.rmsnorm(x[p], pre+"post_attention_layernorm.weight")
+			h := r.rmsnorm(x[p], ffnNorm)
 			g := r.mat(pre+"mlp.gate_proj.weight", h)
 			u := r.mat(pre+"mlp.up_proj.weight", h)
 			for i := range g {
-				g[i] = g[i] / (1 + math.Exp(-g[i])) * u[i]
+				if c.Act == weights.GELUTanh {
+					g[i] = 0.5 * g[i] * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(g[i]+0.044715*g[i]*g[i]*g[i]))) * u[i]
+				} else {
+					g[i] = g[i] / (1 + math.Exp(-g[i])) * u[i]
+				}
 			}
-			d := r.mat(pre+"mlp.down_proj.weight", g)
-			for i := range d {
-				x[p][i] += d[i]
-			}
+			add(x[p], r.mat(pre+"mlp.down_proj.weight", g), pre+"post_feedforward_layernorm.weight")
 		}
 	}
 	head := "lm_head.weight"
