@@ -246,6 +246,10 @@ func (a *app) loadModel(path string) {
 	}
 	a.setState(func(s *menu.State) { s.Model, s.Loading, s.LoadErr, s.Current = name, true, "", path })
 	info, err := a.eng.Load(path)
+	if st := info.SelfTest; err == nil && st != nil && !st.Passed {
+		// The GPU backend's open error or self-test failure, which the status line flags.
+		log.Printf("%s backend not used, the model runs on %s: %s", st.Backend, info.Backend, st.Reason)
+	}
 	a.setState(func(s *menu.State) {
 		s.Loading = false
 		if err != nil {
