@@ -74,6 +74,7 @@ type fakeElem struct {
 	pending  []string // sets accepted, not yet applied
 	sets     []string
 	closed   int
+	selErr   error // Selection fails (an AX read that timed out)
 }
 
 func newElem(app string, id uint64, before, after string) *fakeElem {
@@ -92,6 +93,10 @@ func (e *fakeElem) Selection() (Range, error) {
 		e.onRead()
 	}
 	e.mu.Lock()
+	if e.selErr != nil {
+		defer e.mu.Unlock()
+		return Range{}, e.selErr
+	}
 	if len(e.pending) > 0 && e.lag >= 0 {
 		if e.lag == 0 {
 			for _, s := range e.pending {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -228,5 +229,28 @@ func TestSwallowedKeyForVanishedSuggestion(t *testing.T) {
 	_ = swallowed // either decision is right, depending on whether Dismiss was handled first
 	if r.key(Key{Code: hotkey.KeyTab}) {
 		t.Error("Tab swallowed with nothing showing")
+	}
+}
+
+func TestInsertWithoutReadableCaret(t *testing.T) {
+	el := newElem("a.b", 1, "ok", "")
+	r := newRig(t, config.Default(), el)
+	show(t, r, "\nbye")
+	el.mu.Lock()
+	el.selErr = errors.New("AX read timed out")
+	el.mu.Unlock()
+	r.key(tab)
+	if e := r.until(Accepted); e.Reason != "pasted, unconfirmed" {
+		t.Errorf("accepted via %q", e.Reason)
+	}
+	if _, pasted, restored := r.keys.got(); len(pasted) != 1 || restored != 1 {
+		t.Errorf("pasted %q, clipboard restored %d times", pasted, restored)
+	}
+	waited := time.Duration(0)
+	for _, d := range r.sleeps {
+		waited += d
+	}
+	if waited < 400*time.Millisecond {
+		t.Errorf("clipboard restored after %v; the paste needs time to land", waited)
 	}
 }
