@@ -6,7 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
+
+	"github.com/layaapp/laya/internal/fsutil"
 )
 
 // ErrBadFile is returned by Store.Save while the file on disk is one Load rejected: writing
@@ -26,6 +29,9 @@ func NewStore(path string) *Store { return &Store{path: path} }
 // Path returns the file's path.
 func (s *Store) Path() string { return s.path }
 
+// maxFileBytes bounds config.toml, a few hundred bytes in practice.
+const maxFileBytes = 1 << 20
+
 // Load reads the file. A missing file is the defaults, silently. An unreadable or invalid
 // file also yields the defaults, together with an error to show the user; the file is then
 // left untouched and Save refuses to overwrite it.
@@ -33,7 +39,7 @@ func (s *Store) Load() (Config, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.bad = false
-	data, err := os.ReadFile(s.path)
+	data, err := fsutil.ReadFileLimit(s.path, maxFileBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Default(), nil
 	}
@@ -44,9 +50,18 @@ func (s *Store) Load() (Config, error) {
 	c, err := Parse(data)
 	if err != nil {
 		s.bad = true
-		return Default(), fmt.Errorf("%s: %w; using defaults until preferences are saved", s.path, err)
+		return Default(), fmt.Errorf("%s: %w; %s", s.path, err, badFileAdvice())
 	}
 	return c, nil
+}
+
+// badFileAdvice says what happens to a rejected file: only the Mac app has a Preferences window
+// whose save replaces it (keeping it as config.toml.bad).
+func badFileAdvice() string {
+	if runtime.GOOS == "darwin" {
+		return "using defaults until Preferences are saved"
+	}
+	return "using defaults; fix the file or delete it"
 }
 
 // Bad reports whether the file on disk was rejected by the last Load.

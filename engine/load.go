@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/layaapp/laya/engine/tensor"
 	"github.com/layaapp/laya/engine/tokenizer"
 	"github.com/layaapp/laya/engine/weights"
+	"github.com/layaapp/laya/internal/fsutil"
 )
 
 // defaultContext caps the positions of a session when Options.Context is 0, so a model trained
@@ -190,7 +190,7 @@ func openTokenizer(w *weights.Model) (*tokenizer.Tokenizer, error) {
 	}
 	// HF keeps the BOS and EOS tokens' names in tokenizer_config.json beside tokenizer.json.
 	if w.TokenizerJSON != nil {
-		if b, err := os.ReadFile(filepath.Join(w.Path, "tokenizer_config.json")); err == nil {
+		if b, err := fsutil.ReadFileLimit(filepath.Join(w.Path, "tokenizer_config.json"), tokenizer.MaxJSONBytes); err == nil {
 			if err := t.ApplyConfig(b); err != nil {
 				return nil, err
 			}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/layaapp/laya/internal/fsutil"
 	"github.com/layaapp/laya/models/internal/hub"
 )
 
@@ -311,7 +312,7 @@ func ollamaName(host, ns, model, tag string) string {
 
 func ollamaModel(root, manifestPath, name string) Found {
 	f := Found{Name: name, Source: SourceOllama, Format: "gguf", Path: manifestPath}
-	data, err := readLimited(manifestPath, maxManifest)
+	data, err := fsutil.ReadFileLimit(manifestPath, maxManifest)
 	if err != nil {
 		f.Reason = fmt.Sprintf("manifest: %v", err)
 		return f
@@ -342,20 +343,4 @@ func ollamaModel(root, manifestPath, name string) Found {
 	}
 	f.Reason = "manifest has no model layer"
 	return f
-}
-
-func readLimited(p string, limit int64) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("larger than %d bytes", limit)
-	}
-	return data, nil
 }

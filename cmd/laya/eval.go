@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+
+	"github.com/layaapp/laya/internal/fsutil"
 )
 
 func init() {
@@ -16,6 +18,9 @@ func init() {
 		return runEval(args, os.Stdout, os.Stderr)
 	})
 }
+
+// maxEvalText bounds the text laya eval scores (the bundled held-out text is 51 KB).
+const maxEvalText = 256 << 20
 
 // runEval prints the model's scores on a text file to stdout.
 func runEval(args []string, stdout, stderr io.Writer) error {
@@ -34,7 +39,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if *textFile == "" {
 		return errors.New("--text FILE is required")
 	}
-	text, err := os.ReadFile(*textFile)
+	text, err := fsutil.ReadFileLimit(*textFile, maxEvalText)
 	if err != nil {
 		return err
 	}

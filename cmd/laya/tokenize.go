@@ -12,6 +12,7 @@ import (
 
 	"github.com/layaapp/laya/engine/tokenizer"
 	"github.com/layaapp/laya/engine/weights"
+	"github.com/layaapp/laya/internal/fsutil"
 )
 
 func init() {
@@ -112,7 +113,7 @@ func loadCLITokenizer(tokFile, model string) (*tokenizer.Tokenizer, error) {
 		}
 		tokFile = filepath.Join(model, "tokenizer.json")
 	}
-	data, err := os.ReadFile(tokFile)
+	data, err := fsutil.ReadFileLimit(tokFile, tokenizer.MaxJSONBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/layaapp/laya/internal/fsutil"
 )
 
 // IndexFile is the name of the index a sharded checkpoint carries next to its shards.
@@ -21,11 +22,15 @@ type Set struct {
 	ByName map[string]*Tensor
 }
 
+// maxIndexBytes bounds IndexFile: a tensor name and a shard name per tensor, under 1 MB for the
+// largest models.
+const maxIndexBytes = 64 << 20
+
 // OpenDir opens the safetensors files of a model directory: the shards IndexFile's weight_map
 // names when the index exists, otherwise every *.safetensors file. A tensor in two files, or one the
 // index places in a shard that lacks it, is an error.
 func OpenDir(dir string) (*Set, error) {
-	index, err := os.ReadFile(filepath.Join(dir, IndexFile))
+	index, err := fsutil.ReadFileLimit(filepath.Join(dir, IndexFile), maxIndexBytes)
 	switch {
 	case err == nil:
 		return openIndexed(dir, index)

@@ -101,6 +101,10 @@ func isNull(m json.RawMessage) bool {
 	return len(m) == 0 || bytes.Equal(m, []byte("null"))
 }
 
+// MaxJSONBytes bounds a tokenizer.json read from disk: the largest in use (Gemma 3's, 262k
+// tokens) is 33 MB.
+const MaxJSONBytes = 64 << 20
+
 // FromJSON loads a HuggingFace tokenizer.json.
 func FromJSON(data []byte) (*Tokenizer, error) {
 	var f jsonFile

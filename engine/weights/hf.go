@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"maps"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +15,8 @@ import (
 	"github.com/layaapp/laya/engine/backend"
 	"github.com/layaapp/laya/engine/safetensors"
 	"github.com/layaapp/laya/engine/tensor"
+	"github.com/layaapp/laya/engine/tokenizer"
+	"github.com/layaapp/laya/internal/fsutil"
 )
 
 // hfConfig is the part of a HuggingFace config.json this package reads. Pointers tell absent
@@ -496,9 +497,12 @@ func (q *mlxQuant) spec(module string) quantSpec {
 	return s
 }
 
+// maxConfigBytes bounds config.json and generation_config.json, a few KB in practice.
+const maxConfigBytes = 16 << 20
+
 func openDir(dir string) (_ *Model, err error) {
 	cfgPath := filepath.Join(dir, "config.json")
-	raw, err := os.ReadFile(cfgPath)
+	raw, err := fsutil.ReadFileLimit(cfgPath, maxConfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("weights: %w", err)
 	}
@@ -511,7 +515,7 @@ func openDir(dir string) (_ *Model, err error) {
 	}
 
 	tokPath := filepath.Join(dir, "tokenizer.json")
-	tok, err := os.ReadFile(tokPath)
+	tok, err := fsutil.ReadFileLimit(tokPath, tokenizer.MaxJSONBytes)
 	if err != nil {
 		return nil, fmt.Errorf("weights: %w", err)
 	}
@@ -603,7 +607,7 @@ func roundMantissa(x float32, drop uint) float32 {
 // to list ids config.json leaves out.
 func addGenerationEOS(dir string, c *Config) error {
 	p := filepath.Join(dir, "generation_config.json")
-	raw, err := os.ReadFile(p)
+	raw, err := fsutil.ReadFileLimit(p, maxConfigBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

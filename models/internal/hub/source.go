@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/layaapp/laya/internal/fsutil"
 )
 
 // SourceFile, in a model directory the downloader installed, records where the model came from,
@@ -26,10 +28,13 @@ func WriteSource(dir string, s Source) error {
 	return os.WriteFile(filepath.Join(dir, SourceFile), append(data, '\n'), 0o644)
 }
 
+// maxSourceBytes bounds SourceFile, one small JSON object.
+const maxSourceBytes = 1 << 20
+
 // ReadSource reads dir's SourceFile; the error wraps fs.ErrNotExist when there is none.
 func ReadSource(dir string) (Source, error) {
 	var s Source
-	data, err := os.ReadFile(filepath.Join(dir, SourceFile))
+	data, err := fsutil.ReadFileLimit(filepath.Join(dir, SourceFile), maxSourceBytes)
 	if err != nil {
 		return s, err
 	}
