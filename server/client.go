@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // Client talks to a server over its socket. Many requests may be in flight at once; it is safe
@@ -26,6 +27,9 @@ type Client struct {
 
 // Dial connects to the server listening on the Unix socket at path.
 func Dial(ctx context.Context, path string) (*Client, error) {
+	if err := CheckSocketPath(path); err != nil {
+		return nil, err
+	}
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
@@ -112,6 +116,13 @@ func (c *Client) Complete(ctx context.Context, r Request, onText func(string)) (
 
 	if err := c.write(r); err != nil {
 		c.forget(key)
+		// A server that refuses the connection says why and hangs up, maybe before the
+		// request is written: its reason, which the reader is getting, says more.
+		select {
+		case <-c.done:
+			return Frame{}, c.err
+		case <-time.After(time.Second):
+		}
 		return Frame{}, err
 	}
 	for {

@@ -132,6 +132,19 @@ func validID(raw json.RawMessage) bool {
 	return false
 }
 
+// CheckSocketPath refuses a socket path longer than the system's sockaddr_un holds (108 bytes
+// on Linux, 103 and a NUL on macOS), which the kernel reports only as "invalid argument".
+func CheckSocketPath(path string) error {
+	limit := 103
+	if runtime.GOOS == "linux" {
+		limit = 108
+	}
+	if len(path) > limit {
+		return fmt.Errorf("server: socket path %s is %d bytes; Unix sockets allow at most %d: choose a shorter one (--socket or $LAYA_SOCKET)", path, len(path), limit)
+	}
+	return nil
+}
+
 // DefaultSocketPath is where the server listens and clients connect: $LAYA_SOCKET if set, else
 // ~/Library/Application Support/Laya/laya.sock on macOS and $XDG_RUNTIME_DIR/laya/laya.sock
 // (or ~/.cache/laya/laya.sock without it) elsewhere.

@@ -92,6 +92,9 @@ func New(c Completer, opt Options) *Server {
 // missing, the socket is 0600, and a socket left behind by a server that is gone is replaced.
 // It fails when a live server already answers there.
 func Listen(path string) (net.Listener, error) {
+	if err := CheckSocketPath(path); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
