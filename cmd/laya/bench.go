@@ -56,17 +56,17 @@ type benchResult struct {
 
 func runBench(args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	ef := addEngineFlags(fs, `backend: "" (best available), "cpu", "cpu-int8" (plain int8 activations) or "metal"`)
+	ef := addEngineFlags(fs)
 	promptTokens := fs.Int("prompt-tokens", 128, "prompt length for the prefill measurement")
 	genTokens := fs.Int("gen-tokens", 64, "tokens to generate for the decode measurement")
 	runs := fs.Int("runs", 3, "measured runs; the fastest of each phase is reported (shared machines are noisy)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured runs to this file")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *promptTokens < 1 || *genTokens < 2 || *runs < 1 || ef.threads < 0 {
-		return errors.New("need --prompt-tokens >= 1, --gen-tokens >= 2, --runs >= 1, --threads >= 0")
+	if *promptTokens < 1 || *genTokens < 2 || *runs < 1 {
+		return errors.New("need --prompt-tokens >= 1, --gen-tokens >= 2, --runs >= 1")
 	}
 	m, err := ef.load(*promptTokens + *genTokens)
 	if err != nil {

@@ -26,14 +26,14 @@ func runComplete(args []string) error {
 	}
 	suffix := fs.String("suffix", "", "text after the caret")
 	asJSON := fs.Bool("json", false, "print the final protocol frame as JSON instead of the text")
-	socket := fs.String("socket", "", "server socket (default: $LAYA_SOCKET or the user's application-support directory)")
+	socket := fs.String("socket", "", socketUsage())
 	client := fs.String("client", "cli", "session name: requests with the same name reuse each other's cache")
 	app := fs.String("app", "", "application profile for prompt hints and stop rules")
 	maxTokens := fs.Int("max-tokens", 0, "most tokens to generate (default: the server's)")
 	timeout := fs.Duration("timeout", 0, "give up after this long, printing nothing (0 = no limit)")
 	fallback := fs.Bool("fallback", true, "load the model in-process when no server is running")
 	model := fs.String("model", "", "model for the in-process fallback (default: $LAYA_MODEL or the bundled model)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

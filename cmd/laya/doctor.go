@@ -23,7 +23,7 @@ func runDoctor(args []string, w io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	model := fs.String("model", "", "model to check and time (default: the config's model, else $LAYA_MODEL or the bundled model)")
 	noTiming := fs.Bool("no-timing", false, "skip timing the model on each backend")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {

@@ -26,11 +26,11 @@ const maxEvalText = 256 << 20
 func runEval(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	ef := addEngineFlags(fs, defaultBackendUsage)
+	ef := addEngineFlags(fs)
 	textFile := fs.String("text", "", "text file to score")
 	window := fs.Int("window", 512, "tokens per window; each window starts from an empty cache")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -28,6 +28,14 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
+// setFlags reports which flags the command line gave, so that an empty value given is told
+// from none.
+func setFlags(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
 // parseIDs reads a comma-separated list of token ids.
 func parseIDs(s string) ([]int32, error) {
 	var ids []int32
@@ -75,7 +83,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	ef := addEngineFlags(fs, defaultBackendUsage)
+	ef := addEngineFlags(fs)
 	prompt := fs.String("prompt", "", "prompt text; the model's BOS is added as HuggingFace does")
 	promptIDs := fs.String("prompt-ids", "", "prompt as comma-separated token ids, fed as given")
 	var p engine.Sampling
@@ -89,15 +97,21 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&p.Logprobs, "logprobs", 0, "report the K most likely tokens per step (with --json)")
 	fs.Var((*stringList)(&p.StopStrings), "stop", "stop string (repeatable)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of streaming text")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	p.Temperature, p.TopP, p.MinP, p.RepeatPenalty = float32(*temp), float32(*topP), float32(*minP), float32(*rep)
-	if (*prompt == "") == (*promptIDs == "") {
+	set := setFlags(fs)
+	switch {
+	case set["prompt"] == set["prompt-ids"]:
 		return errors.New("give exactly one of --prompt or --prompt-ids")
+	case set["prompt"] && *prompt == "", set["prompt-ids"] && *promptIDs == "":
+		return errors.New("the prompt is empty")
+	case p.Logprobs != 0 && !*asJSON:
+		return errors.New("--logprobs needs --json, which prints them")
 	}
 
 	start := time.Now()

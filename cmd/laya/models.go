@@ -20,7 +20,7 @@ func runModels(args []string) error {
 	fs := flag.NewFlagSet("models", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
 	catalog := fs.Bool("catalog", false, "list the curated models laya pull offers")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {

@@ -29,7 +29,7 @@ func runPull(args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: laya pull [flags] ID|org/name\n\nID is a catalog model (laya models --catalog); org/name any hub repository.\nHF_TOKEN authorizes gated or private repositories; HF_ENDPOINT changes the hub.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

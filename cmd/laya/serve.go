@@ -22,13 +22,13 @@ func init() {
 
 func runServe(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	ef := addEngineFlags(fs, defaultBackendUsage)
-	socket := fs.String("socket", "", "Unix socket to listen on (default: $LAYA_SOCKET or the user's application-support directory)")
+	ef := addEngineFlags(fs)
+	socket := fs.String("socket", "", socketUsage())
 	openai := fs.String("openai-addr", "", "also serve HTTP (OpenAI /v1/completions, llama.cpp /infill, Ollama /api/generate) on this loopback address, e.g. 127.0.0.1:8642 (off by default)")
 	keyFile := fs.String("api-key-file", "", "the HTTP endpoint's API key, created on first use (default: api-key next to config.toml)")
 	noKey := fs.Bool("no-api-key", false, "serve the HTTP endpoint without an API key: every local user can use it")
 	cacheMB := fs.Int("cache-mb", 512, "memory for the KV caches of all clients, in MiB")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -31,7 +31,7 @@ func runTokenize(args []string, stdin io.Reader, stdout io.Writer) error {
 	noSpecial := fs.Bool("no-special", false, "do not add special tokens (HF add_special_tokens=False)")
 	text := fs.String("text", "", "text to tokenize")
 	jsonl := fs.Bool("jsonl", false, `read {"text","add_special"} lines from stdin; print {"ids","decoded"} per line`)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -39,6 +39,9 @@ func runTokenize(args []string, stdin io.Reader, stdout io.Writer) error {
 	}
 	if (*tokFile == "") == (*model == "") {
 		return errors.New("give exactly one of --tokenizer or --model")
+	}
+	if set := setFlags(fs); set["text"] == *jsonl {
+		return errors.New("give exactly one of --text or --jsonl")
 	}
 	tk, err := loadCLITokenizer(*tokFile, *model)
 	if err != nil {
