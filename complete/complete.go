@@ -42,6 +42,10 @@ type Options struct {
 	// MinFirstLogprob: a suggestion whose first token is less likely than this is dropped
 	// (the model is unsure how to go on); 0 = -3. Use math.Inf(-1) to accept everything.
 	MinFirstLogprob float64
+	// MinPathLogprob: a suggestion ends before the token that would make the whole of it less
+	// likely than this (the sum of its tokens' log-probabilities), and is dropped when its first
+	// token already is; 0 = DefaultMinPathLogprob.
+	MinPathLogprob float64
 	// MinTokenLogprob: a suggestion ends before a later token less likely than this; 0 = -6.
 	MinTokenLogprob float64
 	// MinMeanLogprob: a suggestion whose mean token logprob is below this is dropped; 0 = -2.
@@ -196,6 +200,7 @@ func newCompleter(m lm, opt Options) *Completer {
 	}
 	deflp(&opt.MinFirstLogprob, -3)
 	deflp(&opt.MinTokenLogprob, -6)
+	deflp(&opt.MinPathLogprob, DefaultMinPathLogprob)
 	deflp(&opt.MinMeanLogprob, -2)
 	c := &Completer{
 		m:        m,

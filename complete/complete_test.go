@@ -207,7 +207,7 @@ func TestStopRules(t *testing.T) {
 		{name: "unsure later", out: "abcd", lps: []float32{-0.1, -0.1, -9}, want: "ab", stop: "unsure"},
 		{name: "unsure mean", out: "abcd", lps: []float32{-2.5, -2.5, -2.5, -2.5, -2.5}, want: "", stop: "unsure", partial: true},
 		{name: "thresholds off", out: "abcd", lps: []float32{-20, -20, -20, -20, -20}, want: "abcd", stop: "eos",
-			opt: Options{MinFirstLogprob: inf, MinTokenLogprob: inf, MinMeanLogprob: inf}},
+			opt: Options{MinFirstLogprob: inf, MinPathLogprob: inf, MinTokenLogprob: inf, MinMeanLogprob: inf}},
 		{name: "whitespace only", out: "   \n", want: "", stop: "eos"},
 	}
 	for _, tc := range cases {

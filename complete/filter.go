@@ -7,12 +7,22 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/layaapp/laya/engine"
 )
 
 // errFilterStop ends generation once the filter has the whole suggestion.
 var errFilterStop = errors.New("complete: suggestion complete")
+
+// DefaultMinPathLogprob is Options.MinPathLogprob's default: a suggestion is cut where the
+// model's probability that all of it is right falls below about one in eight. Chosen from
+// `laya replay` sweeps (docs/performance.md).
+const DefaultMinPathLogprob = -2.0
+
+// maxSuggestionRunes is the longest suggestion shown, in code points: longer text is more than
+// anyone checks at a glance before accepting it.
+const maxSuggestionRunes = 400
 
 // filter turns generated tokens into the suggestion: it strips the healed text, applies the
 // stop rules and the confidence thresholds, and streams the text that is certain to stay.
@@ -36,10 +46,13 @@ type filter struct {
 	lpSum   float64
 	stop    string
 	reject  bool
+	// trimLead drops blanks the suggestion starts with while the prefix already ends with one.
+	trimLead bool
 }
 
 func newFilter(req Request, prof Profile, p prompt, opt Options) *filter {
-	f := &filter{opt: opt, healed: p.healed, lines: max(prof.Lines, 1), sentence: prof.Sentence}
+	f := &filter{opt: opt, healed: p.healed, lines: max(prof.Lines, 1), sentence: prof.Sentence,
+		trimLead: strings.HasSuffix(req.Prefix, " ") || strings.HasSuffix(req.Prefix, "\t")}
 	if len(p.firstTokens) > 0 {
 		f.cands = slices.Sorted(slices.Values(p.firstTokens))
 	}
@@ -64,7 +77,8 @@ func (f *filter) add(t engine.Token, onText func(string)) error {
 	if f.n == 0 && f.cands != nil {
 		lp = f.healedLogprob(t)
 	}
-	if (f.n == 0 && lp < f.opt.MinFirstLogprob) || (f.n > 0 && lp < f.opt.MinTokenLogprob) {
+	if (f.n == 0 && lp < f.opt.MinFirstLogprob) || (f.n > 0 && lp < f.opt.MinTokenLogprob) ||
+		f.lpSum+lp < f.opt.MinPathLogprob {
 		f.stop, f.reject = "unsure", f.n == 0
 		return errFilterStop
 	}
@@ -86,6 +100,9 @@ func (f *filter) add(t engine.Token, onText func(string)) error {
 			return errFilterStop
 		}
 		piece, f.healed, f.healBuf = f.healBuf[len(f.healed):], "", ""
+	}
+	if f.trimLead && len(f.text) == 0 {
+		piece = strings.TrimLeft(piece, " \t")
 	}
 	from := len(f.text)
 	f.text = append(f.text, piece...)
@@ -218,7 +235,7 @@ func (f *filter) finish(engineStop string, onText func(string)) Suggestion {
 			text = text[:len(text)-overlap(text, f.stops[len(f.stops)-1])]
 		}
 	}
-	if len(bytes.TrimSpace(text)) == 0 {
+	if junk(text, f.suffixLine()) != "" {
 		return Suggestion{Stop: stop}
 	}
 	mean := f.lpSum / float64(max(f.kept, 1))
@@ -228,6 +245,32 @@ func (f *filter) finish(engineStop string, onText func(string)) Suggestion {
 	f.text = text
 	f.emit(onText, len(text))
 	return Suggestion{Text: string(text), Tokens: f.kept, Logprob: mean, Stop: stop}
+}
+
+// suffixLine is the rest of the caret's line after it, or nil.
+func (f *filter) suffixLine() []byte {
+	if !f.hasSuf {
+		return nil
+	}
+	return f.stops[len(f.stops)-1]
+}
+
+// junk says why text is not worth showing, or "": it is empty or blank, only punctuation
+// (nothing a keystroke-saving suggestion would be: ".", "...", "),"), longer than anyone
+// reads before accepting, or what the caret's line already says after the caret.
+func junk(text, suffixLine []byte) string {
+	t := bytes.TrimSpace(text)
+	switch {
+	case len(t) == 0:
+		return "empty"
+	case !bytes.ContainsFunc(t, func(r rune) bool { return !unicode.IsPunct(r) && !unicode.IsSpace(r) }):
+		return "punctuation"
+	case utf8.RuneCount(text) > maxSuggestionRunes:
+		return "too_long"
+	case len(suffixLine) > 0 && bytes.HasPrefix(bytes.TrimLeft(suffixLine, " \t"), t):
+		return "repeats_suffix"
+	}
+	return ""
 }
 
 // overlap is the length of the longest end of text that s starts with.
