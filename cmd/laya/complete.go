@@ -15,38 +15,50 @@ import (
 )
 
 func init() {
-	register("complete", "suggest how text goes on (uses the running server, else loads the model)", runComplete)
+	register("complete", "suggest how text goes on (uses the running server, else loads the model)", func(args []string) error {
+		return runComplete(args, os.Stdin)
+	})
 }
 
-func runComplete(args []string) error {
+// maxStdinPrefix bounds the prefix read with --stdin.
+const maxStdinPrefix = 1 << 20
+
+func runComplete(args []string, stdin io.Reader) error {
 	fs := flag.NewFlagSet("complete", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: laya complete [flags] PREFIX   (PREFIX - reads it from stdin)")
+		fmt.Fprintln(fs.Output(), "usage: laya complete [flags] PREFIX\n       laya complete [flags] --stdin")
 		fs.PrintDefaults()
 	}
+	fromStdin := fs.Bool("stdin", false, "read the prefix from stdin instead of the argument (at most 1 MiB)")
 	suffix := fs.String("suffix", "", "text after the caret")
 	asJSON := fs.Bool("json", false, "print the final protocol frame as JSON instead of the text")
 	socket := fs.String("socket", "", socketUsage())
 	client := fs.String("client", "cli", "session name: requests with the same name reuse each other's cache")
 	app := fs.String("app", "", "application profile for prompt hints and stop rules")
 	maxTokens := fs.Int("max-tokens", 0, "most tokens to generate (default: the server's)")
-	timeout := fs.Duration("timeout", 0, "give up after this long, printing nothing (0 = no limit)")
+	timeout := fs.Duration("timeout", 0, "give up after this long, reading stdin included, printing nothing (0 = no limit)")
 	fallback := fs.Bool("fallback", true, "load the model in-process when no server is running")
 	model := fs.String("model", "", "model for the in-process fallback (default: $LAYA_MODEL or the bundled model)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	// A prefix is always the argument, even "-" (a shell line of just "-"); --stdin reads one.
+	if n := fs.NArg(); *fromStdin && n != 0 || !*fromStdin && n != 1 {
 		fs.Usage()
-		return flag.ErrHelp
+		return errUsage
+	}
+	ctx := context.Background()
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
 	}
 	prefix := fs.Arg(0)
-	if prefix == "-" {
-		b, err := io.ReadAll(io.LimitReader(os.Stdin, 1<<20))
-		if err != nil {
-			return fmt.Errorf("reading the prefix: %w", err)
+	if *fromStdin {
+		var err error
+		if prefix, err = readPrefix(ctx, stdin); err != nil {
+			return err
 		}
-		prefix = string(b)
 	}
 	path := *socket
 	if path == "" {
@@ -54,12 +66,6 @@ func runComplete(args []string) error {
 		if path, err = server.DefaultSocketPath(); err != nil {
 			return err
 		}
-	}
-	ctx := context.Background()
-	if *timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *timeout)
-		defer cancel()
 	}
 
 	req := server.Request{Prefix: prefix, Suffix: *suffix, Client: *client, App: *app, MaxTokens: *maxTokens}
@@ -89,6 +95,32 @@ func runComplete(args []string) error {
 	}
 	_, err = fmt.Println(f.Text)
 	return err
+}
+
+// readPrefix reads stdin to its end, giving up when ctx ends (--timeout). The reading goroutine
+// is left blocked then; the process exits soon after.
+func readPrefix(ctx context.Context, stdin io.Reader) (string, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		b, err := io.ReadAll(io.LimitReader(stdin, maxStdinPrefix+1))
+		done <- result{b, err}
+	}()
+	select {
+	case r := <-done:
+		switch {
+		case r.err != nil:
+			return "", fmt.Errorf("reading the prefix from stdin: %w", r.err)
+		case len(r.b) > maxStdinPrefix:
+			return "", fmt.Errorf("the prefix on stdin is over %d bytes", maxStdinPrefix)
+		}
+		return string(r.b), nil
+	case <-ctx.Done():
+		return "", fmt.Errorf("reading the prefix from stdin: %w", ctx.Err())
+	}
 }
 
 // completeLocal answers req with a model loaded for this one request.
