@@ -97,6 +97,9 @@ func (c *kvCache) Shape() backend.AttnShape { return c.shape }
 
 const initialUpload = 64 << 10
 
+// kvElemBytes is the size of a cached key or value: the cache is float32.
+const kvElemBytes = 4
+
 // New returns a backend running on dev; it owns dev and closes it in Close.
 func New(dev Device) (*Backend, error) {
 	up, err := dev.NewBuffer(initialUpload)
@@ -295,7 +298,7 @@ func (b *Backend) NewKVCache(s backend.AttnShape) backend.KVCache {
 		c.shape = backend.AttnShape{}
 		return c
 	}
-	size := s.Layers * s.Context * s.KVHeads * s.HeadDim * 4
+	size := s.Layers * s.Context * s.KVHeads * s.HeadDim * kvElemBytes
 	var err error
 	if c.k, err = b.dev.NewBuffer(size); err == nil {
 		if c.v, err = b.dev.NewBuffer(size); err != nil {
@@ -542,7 +545,7 @@ func (b *Backend) Attention(out, q, k, v backend.Buffer, cache backend.KVCache, 
 		return
 	}
 	c.LayerLens[layer] = pos + rows
-	layerOff := uint64(layer) * uint64(s.Context) * uint64(kvw) * 4
+	layerOff := uint64(layer) * uint64(s.Context) * uint64(kvw) * kvElemBytes
 	b.emit(call{op: callOp{kind: callAttention, args: [6]Arg{oa, qa, ka, va, {c.k, layerOff}, {c.v, layerOff}},
 		rows: rows, heads: s.Heads, kvHeads: s.KVHeads, headDim: s.HeadDim, window: window, scale: s.AttnScale(),
 		cache: c.id}, pos: pos})
