@@ -26,13 +26,17 @@ type shape struct {
 
 var shapes = map[string]shape{
 	"tinyllama": {Vocab: 32000, Dim: 2048, FFN: 5632, Layers: 22, Heads: 32, KVHeads: 4, Context: 2048},
+	// qwen0.5b has Qwen2.5-0.5B's matrix sizes (no attention biases, an untied output matrix of
+	// the tied one's size: the same work per token), for `laya replay`'s latency on a model
+	// of the size people pick for completion.
+	"qwen0.5b": {Vocab: 151936, Dim: 896, FFN: 4864, Layers: 24, Heads: 14, KVHeads: 2, Context: 4096},
 	// small is for a quick check of the script itself.
 	"small": {Vocab: 512, Dim: 256, FFN: 512, Layers: 2, Heads: 4, KVHeads: 2, Context: 512},
 }
 
 func main() {
 	out := flag.String("out", "", "directory to write model.gguf and mlx4/ into")
-	name := flag.String("shape", "tinyllama", "model shape: tinyllama or small")
+	name := flag.String("shape", "tinyllama", "model shape: tinyllama, qwen0.5b or small")
 	flag.Parse()
 	s, ok := shapes[*name]
 	if *out == "" || !ok {
