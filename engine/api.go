@@ -20,6 +20,9 @@ type Options struct {
 	// model's weights and passes a self-test against the cpu backend on this model (see
 	// SelfTest; the verdict is cached), else cpu. A backend named here runs unchecked.
 	Backend string
+	// Open, when not nil, opens the backend instead of the registry (Backend then only names
+	// it): a backend of the caller's own, such as laya bench --plan's counting Metal device.
+	Open func(Options) (backend.Backend, error)
 	// Threads is the number of CPU threads; 0 = number of physical cores.
 	Threads int
 	// Context is the number of positions each session holds; 0 = min(model max context, 4096).

@@ -43,6 +43,9 @@ func openBackend(opt Options, weights []*tensor.Tensor) (backend.Backend, error)
 	open, ok := backends[name]
 	names := slices.Sorted(maps.Keys(backends))
 	backendsMu.Unlock()
+	if opt.Open != nil {
+		open, ok = opt.Open, true
+	}
 	if !ok {
 		return nil, fmt.Errorf("unknown backend %q (have %v)", opt.Backend, names)
 	}
@@ -72,7 +75,7 @@ func (m *Model) openModelBackend(opt Options) (*SelfTest, error) {
 	preferred, hasPreferred := backends[preferredBackend]
 	ref := backends[referenceBackend]
 	backendsMu.Unlock()
-	if opt.Backend == "" && hasPreferred {
+	if opt.Backend == "" && opt.Open == nil && hasPreferred {
 		return m.openChecked(opt, preferred, ref)
 	}
 	be, err := openBackend(opt, m.tensors)
