@@ -142,3 +142,25 @@ func TestNormOffsetAndGELU(t *testing.T) {
 		}
 	}
 }
+
+// TestGELUMulLong checks the GELU-tanh gate over a range where exp saturates at both ends, on a
+// length that leaves a tail after the vector loop, against the float64 tanh form.
+func TestGELUMulLong(t *testing.T) {
+	const n = 1003
+	g, u := make([]float32, n), make([]float32, n)
+	for i := range g {
+		g[i] = float32(i-n/2) / 40 // -12.5 .. 12.5
+		u[i] = 1 + float32(i%7)/10
+	}
+	c := newCPU(t, 1)
+	dst := c.NewBuffer(n)
+	c.GELUMul(dst, bufOf(c, g), bufOf(c, u), n)
+	got := read(t, c, dst)
+	for i, x := range g {
+		xf := float64(x)
+		want := 0.5 * xf * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(xf+0.044715*xf*xf*xf))) * float64(u[i])
+		if math.Abs(float64(got[i])-want) > 2e-6*math.Max(1, math.Abs(want)) {
+			t.Fatalf("gelu_mul(%v) = %v, want %v", x, got[i], want)
+		}
+	}
+}

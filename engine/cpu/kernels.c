@@ -259,6 +259,15 @@ static void silu_mul_c(float *dst, const float *g, const float *u, int n) {
 	for (int i = 0; i < n; i++) dst[i] = g[i] / (1 + expf(-g[i])) * u[i];
 }
 
+// gelu_mul_c uses GELU's tanh form as x*sigmoid(2y), y = sqrt(2/pi)*(x + 0.044715x^3): the same
+// value as 0.5x(1 + tanh(y)), in the shape of the SiLU kernel.
+static void gelu_mul_c(float *dst, const float *g, const float *u, int n) {
+	for (int i = 0; i < n; i++) {
+		float x = g[i];
+		dst[i] = x / (1 + expf(LAYA_GELU_K * (x + 0.044715f * x * x * x))) * u[i];
+	}
+}
+
 // quantize_remainder quantizes the remainders x - d*q of the nb blocks main (computed into
 // scratch) with the fixed scale d/254 of each main block: the remainder of round-to-nearest is
 // at most d/2, so its codes fit in [-127, 127] and the error is at most d/508 = amax/64516, the
@@ -382,6 +391,7 @@ static laya_impl impl_c = {
 	.zk = {[LK_Q4_0] = -8, [LK_Q5_0] = -16, [LK_Q6_K] = -32},
 	.attention = attention_c,
 	.silu_mul = silu_mul_c,
+	.gelu_mul = gelu_mul_c,
 };
 
 static const laya_impl *impl = &impl_c;
@@ -642,4 +652,8 @@ uint64_t laya_stream(const uint8_t *p, long n) {
 
 void laya_silu_mul(float *dst, const float *gate, const float *up, int n) {
 	impl->silu_mul(dst, gate, up, n);
+}
+
+void laya_gelu_mul(float *dst, const float *gate, const float *up, int n) {
+	impl->gelu_mul(dst, gate, up, n);
 }

@@ -98,5 +98,7 @@ uint64_t laya_stream(const uint8_t *p, long n);
 
 // laya_silu_mul: dst[i] = gate[i] / (1 + exp(-gate[i])) * up[i].
 void laya_silu_mul(float *dst, const float *gate, const float *up, int n);
+// laya_gelu_mul: dst[i] = gelu(gate[i]) * up[i], GELU's tanh approximation.
+void laya_gelu_mul(float *dst, const float *gate, const float *up, int n);
 
 #endif

@@ -723,6 +723,17 @@ static void F(silu_mul)(float *dst, const float *g, const float *u, int n) {
 	for (; i < n; i++) dst[i] = g[i] / (1 + expf(-g[i])) * u[i];
 }
 
+static void F(gelu_mul)(float *dst, const float *g, const float *u, int n) {
+	int i = 0;
+	for (; i + 4 <= n; i += 4) {
+		float32x4_t x = vld1q_f32(g + i);
+		float32x4_t y = vmulq_n_f32(vfmaq_f32(x, vmulq_n_f32(x, 0.044715f), vmulq_f32(x, x)), LAYA_GELU_K);
+		float32x4_t s = vdivq_f32(x, vaddq_f32(vdupq_n_f32(1), F(exp4)(y)));
+		vst1q_f32(dst + i, vmulq_f32(s, vld1q_f32(u + i)));
+	}
+	for (; i < n; i++) dst[i] = g[i] / (1 + expf(LAYA_GELU_K * (g[i] + 0.044715f * g[i] * g[i] * g[i]))) * u[i];
+}
+
 // fill copies the portable table into dst and puts this level's kernels in their slots.
 static void F(fill)(laya_impl *dst, const laya_impl *portable) {
 	*dst = *portable;
@@ -730,6 +741,7 @@ static void F(fill)(laya_impl *dst, const laya_impl *portable) {
 	dst->remainder = F(remainder);
 	dst->attention = F(attention);
 	dst->silu_mul = F(silu_mul);
+	dst->gelu_mul = F(gelu_mul);
 	dst->dot[LK_F32] = dst->dot[LK_F16] = dst->dot[LK_BF16] = F(float);
 	dst->dot[LK_Q8_0] = F(q8_0);
 	dst->dot[LK_Q4_0] = F(q4_0);

@@ -199,6 +199,13 @@ func siluMul(dst, gate, up []float32) {
 	C.laya_silu_mul((*C.float)(&dst[0]), (*C.float)(&gate[0]), (*C.float)(&up[0]), C.int(len(dst)))
 }
 
+func geluMul(dst, gate, up []float32) {
+	if len(dst) == 0 {
+		return
+	}
+	C.laya_gelu_mul((*C.float)(&dst[0]), (*C.float)(&gate[0]), (*C.float)(&up[0]), C.int(len(dst)))
+}
+
 func streamSum(p []byte) uint64 {
 	if len(p) == 0 {
 		return 0

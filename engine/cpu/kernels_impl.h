@@ -8,6 +8,10 @@
 // for all of them, which is what makes batched prefill cheaper than separate mat-vecs.
 #define LAYA_NX 4
 
+// LAYA_GELU_K is -2*sqrt(2/pi): GELU's tanh form 0.5x(1 + tanh(y)) equals x*sigmoid(2y), with
+// y = sqrt(2/pi)*(x + 0.044715x^3), so the kernels compute x / (1 + exp(LAYA_GELU_K*(...))).
+#define LAYA_GELU_K (-1.5957691216057308f)
+
 // LAYA_PF is how many bytes ahead of the decode kernels the weight stream is prefetched (rows
 // are contiguous); laya_stream reads at the same distance.
 #ifndef LAYA_PF
@@ -76,6 +80,7 @@ typedef struct {
 	void (*attention)(const float *q, const float *k, const float *v, float *out, float *scores,
 		int heads, int group, int hd, int kvw, int pos, int lo, int hi, float scale);
 	void (*silu_mul)(float *dst, const float *gate, const float *up, int n);
+	void (*gelu_mul)(float *dst, const float *gate, const float *up, int n);
 } laya_impl;
 
 // laya_simd returns the SIMD implementation of a level when this build and CPU have it, else

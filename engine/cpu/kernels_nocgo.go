@@ -67,6 +67,16 @@ func siluMul(dst, gate, up []float32) {
 	}
 }
 
+// geluMul is GELU's tanh form as x*sigmoid(2y), y = sqrt(2/pi)*(x + 0.044715x^3), as the C
+// kernels compute it.
+func geluMul(dst, gate, up []float32) {
+	const k = -2 * 0.7978845608028654
+	for i, g := range gate {
+		x := float64(g)
+		dst[i] = float32(x/(1+math.Exp(k*(x+0.044715*x*x*x)))) * up[i]
+	}
+}
+
 func streamSum(p []byte) uint64 {
 	var a, b uint64
 	for ; len(p) >= 16; p = p[16:] {

@@ -309,6 +309,9 @@ func TestAttentionAndSiLUAllLevels(t *testing.T) {
 			TestAttentionGQA(t)
 			TestAttentionShapes(t)
 			TestElementwise(t)
+			TestAttentionWindow(t)
+			TestNormOffsetAndGELU(t)
+			TestGELUMulLong(t)
 		})
 	}
 }

@@ -1295,6 +1295,17 @@ static void F(silu_mul)(float *dst, const float *g, const float *u, int n) {
 	for (; i < n; i++) dst[i] = g[i] / (1 + expf(-g[i])) * u[i];
 }
 
+static void F(gelu_mul)(float *dst, const float *g, const float *u, int n) {
+	int i = 0;
+	const __m256 one = _mm256_set1_ps(1), k = _mm256_set1_ps(LAYA_GELU_K), c = _mm256_set1_ps(0.044715f);
+	for (; i + 8 <= n; i += 8) {
+		__m256 x = _mm256_loadu_ps(g + i);
+		__m256 e = F(exp)(_mm256_mul_ps(k, _mm256_fmadd_ps(_mm256_mul_ps(c, x), _mm256_mul_ps(x, x), x)));
+		_mm256_storeu_ps(dst + i, _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(one, e)), _mm256_loadu_ps(u + i)));
+	}
+	for (; i < n; i++) dst[i] = g[i] / (1 + expf(LAYA_GELU_K * (g[i] + 0.044715f * g[i] * g[i] * g[i]))) * u[i];
+}
+
 static const laya_impl F(impl) = {
 	.quantize = F(quantize),
 	.remainder = F(remainder),
@@ -1332,6 +1343,7 @@ static const laya_impl F(impl) = {
 	.vecpair = {[LK_Q4_0] = F(vecpair_q4_0), [LK_AFF4] = F(vecpair_aff4), [LK_Q4_K] = F(vecpair_k), [LK_Q5_K] = F(vecpair_k), [LK_Q6_K] = F(vecpair_q6k)},
 	.attention = F(attention),
 	.silu_mul = F(silu_mul),
+	.gelu_mul = F(gelu_mul),
 };
 
 #undef LOADU

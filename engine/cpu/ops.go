@@ -217,16 +217,6 @@ func (c *cpuBackend) Attention(out, q, k, v backend.Buffer, cache backend.KVCach
 	c.pool.parallel(j, items, max(1, items/(8*c.pool.threads)))
 }
 
-// geluMul is dst = gelu(gate)*up with GELU's tanh approximation, as PyTorch's
-// gelu(approximate="tanh") computes it, in float64.
-func geluMul(dst, gate, up []float32) {
-	const c = 0.7978845608028654 // sqrt(2/pi)
-	for i, g := range gate {
-		x := float64(g)
-		dst[i] = float32(0.5*x*(1+math.Tanh(c*(x+0.044715*x*x*x)))) * up[i]
-	}
-}
-
 func (c *cpuBackend) GELUMul(dst, gate, up backend.Buffer, n int) {
 	c.quantized = quantKey{}
 	d, ok1 := c.need("gelumul", dst, n)
