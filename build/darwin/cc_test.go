@@ -1,5 +1,5 @@
-// Tests of cc, the C compiler cgo uses for make check-darwin-link. They run the script with a
-// stand-in for zig, so they need bash but neither zig nor a macOS SDK.
+// Tests of make check-darwin-link's scripts: cc, the C compiler cgo uses there, and link.sh. They
+// run cc with a stand-in for zig, so they need bash but neither zig nor a macOS SDK.
 package darwin
 
 import (
@@ -161,5 +161,28 @@ func TestCCNeedsSDK(t *testing.T) {
 	out, err := runCC(t, t.TempDir(), []string{"MACOS_SDK=", "LAYA_CC_DRY=1"}, "-c", "x.c")
 	if err == nil || !strings.Contains(strings.Join(out, "\n"), "MACOS_SDK must name") {
 		t.Errorf("without MACOS_SDK: %q, %v", out, err)
+	}
+}
+
+// TestLinkSkipsWithoutSDK runs make check-darwin-link's script as CI does, without an SDK, and
+// with an SDK directory that is not one.
+func TestLinkSkipsWithoutSDK(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	run := func(sdk string) (string, error) {
+		cmd := exec.Command("bash", "build/darwin/link.sh", t.TempDir())
+		cmd.Dir = "../.."
+		cmd.Env = append(os.Environ(), "MACOS_SDK="+sdk)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("")
+	if err != nil || out != "check-darwin-link: skipped: no macOS SDK (MACOS_SDK unset)\n" {
+		t.Errorf("without MACOS_SDK: %q, %v", out, err)
+	}
+	out, err = run(t.TempDir())
+	if err == nil || !strings.Contains(out, "has no Frameworks/Foundation.framework") {
+		t.Errorf("with an empty MACOS_SDK: %q, %v", out, err)
 	}
 }
