@@ -1,33 +1,50 @@
-# Laya for zsh: Tab asks the warm Laya engine (the app, or `laya serve`) how the command line
-# goes on and shows the answer as dim ghost text; Tab again accepts it. When Laya has nothing
-# within the time budget (no server running, model unsure, cursor not at the end of the line),
-# Tab does what it did before.
+# Laya for zsh: as you type, the warm Laya engine (the app, or `laya serve`) suggests how the
+# command line goes on, shown as dim ghost text after the cursor, the way zsh-autosuggestions
+# does. → (forward-char) or End (end-of-line) at the end of the line accepts it; Tab is left to
+# zsh's completion. Suggestions are fetched in the background, so typing never waits for them;
+# without a running server there are none.
 #
-# Use: source /path/to/laya.zsh in ~/.zshrc, after compinit and any other Tab binding.
-# Settings (set before sourcing or any time later):
-#   LAYA_BIN      the laya command (default: laya)
-#   LAYA_TIMEOUT  budget for one suggestion (default: 100ms)
-#   LAYA_STYLE    highlight of the ghost text (default: fg=8)
+# Use: source /path/to/laya.zsh in ~/.zshrc (after zsh-autosuggestions, if you use both: the
+# later one's ghost text wins).
+# Settings (set before sourcing; LAYA_BIN, LAYA_TIMEOUT and LAYA_STYLE also any time later):
+#   LAYA_BIN             the laya command (default: laya)
+#   LAYA_TIMEOUT         budget for one suggestion (default: 300ms)
+#   LAYA_STYLE           highlight of the ghost text (default: fg=8)
+#   LAYA_ACCEPT_WIDGETS  widgets that accept the suggestion when the cursor is at the end of the
+#                        line (default: forward-char end-of-line vi-forward-char vi-end-of-line
+#                        vi-add-eol)
+#   LAYA_DISABLE         set to anything to stop suggesting (the widgets stay bound)
 
 : ${LAYA_BIN:=laya}
-: ${LAYA_TIMEOUT:=100ms}
+: ${LAYA_TIMEOUT:=300ms}
 : ${LAYA_STYLE:=fg=8}
+(( ${+LAYA_ACCEPT_WIDGETS} )) ||
+  typeset -ga LAYA_ACCEPT_WIDGETS=(forward-char end-of-line vi-forward-char vi-end-of-line vi-add-eol)
 
 typeset -g _laya_shown=""    # the suggestion on display
 typeset -g _laya_for=""      # the command line it was made for
 typeset -g _laya_hl=""       # our region_highlight entry
-typeset -g _laya_fallback    # the widget Tab ran before
+typeset -g _laya_asked=""    # the command line the request in flight is for
+typeset -g _laya_fd=""       # that request's output
+typeset -g _laya_pid=""      # and its process
 
-# _laya_query PREFIX SUFFIX sets REPLY to a one-line suggestion, or fails. Only a running
-# server is asked (loading a model takes far longer than the budget), under the budget.
+# _laya_query PREFIX prints a one-line suggestion for a command line ending in PREFIX, or
+# fails. Only a running server is asked (loading a model takes far longer than the budget).
+# The prefix is always an argument: a line of just "-" is text, not "read stdin".
 _laya_query() {
-  REPLY=""
   local out
   out=$(command "$LAYA_BIN" complete --fallback=false --timeout "$LAYA_TIMEOUT" \
-    --client "zsh-$$" --app zsh --suffix "$2" -- "$1" 2>/dev/null) || return 1
+    --client "zsh-$$" --app zsh -- "$1" 2>/dev/null) || return 1
   # A newline would run the command; suggestions that need one are not for the shell.
   [[ $out != *$'\n'* && -n ${out//[[:space:]]/} ]] || return 1
-  REPLY=$out
+  print -rn -- "$out"
+}
+
+_laya_show() {
+  _laya_shown=$1 _laya_for=$BUFFER
+  POSTDISPLAY=$1
+  _laya_hl="${#BUFFER} $(( ${#BUFFER} + ${#1} )) $LAYA_STYLE"
+  region_highlight+=("$_laya_hl")
 }
 
 _laya_clear() {
@@ -38,40 +55,100 @@ _laya_clear() {
   _laya_shown="" _laya_for="" _laya_hl=""
 }
 
-# The Tab widget: accept the suggestion on display, else ask for one, else fall back.
-_laya_complete() {
-  if [[ -n $_laya_shown && $BUFFER == "$_laya_for" ]]; then
-    LBUFFER+=$_laya_shown
-    _laya_clear
-    return 0
+_laya_cancel() {
+  if [[ -n $_laya_fd ]]; then
+    zle -F $_laya_fd 2>/dev/null
+    exec {_laya_fd}<&-
+    [[ -n $_laya_pid && $_laya_pid != 0 ]] && kill -TERM $_laya_pid 2>/dev/null
   fi
-  _laya_clear
-  if [[ -z $RBUFFER && -n ${LBUFFER//[[:space:]]/} ]] && _laya_query "$LBUFFER" "$RBUFFER"; then
-    _laya_shown=$REPLY _laya_for=$BUFFER
-    POSTDISPLAY=$REPLY
-    _laya_hl="${#BUFFER} $(( ${#BUFFER} + ${#REPLY} )) $LAYA_STYLE"
-    region_highlight+=("$_laya_hl")
-    return 0
-  fi
-  zle "${_laya_fallback:-expand-or-complete}"
+  _laya_fd="" _laya_pid="" _laya_asked=""
 }
 
-# Any edit makes a shown suggestion stale.
+# Runs when a line is done: no ghost text left in the scrollback, no request left running.
+_laya_finish() {
+  _laya_clear
+  _laya_cancel
+}
+
+# _laya_fetch asks for a suggestion for BUFFER in the background; the widget _laya_fetched
+# shows it if the line is still the same when it comes.
+_laya_fetch() {
+  _laya_cancel
+  _laya_asked=$BUFFER
+  exec {_laya_fd}< <(_laya_query "$BUFFER")
+  _laya_pid=${sysparams[procsubstpid]:-}
+  zle -F -w $_laya_fd _laya_fetched
+}
+
+_laya_fetched() {
+  local fd=$1 out="" asked=$_laya_asked
+  IFS= read -r -d '' -u $fd out
+  zle -F $fd 2>/dev/null
+  exec {fd}<&-
+  [[ $fd == $_laya_fd ]] && _laya_fd="" _laya_pid="" _laya_asked=""
+  if [[ -n $out && $BUFFER == "$asked" && -z $RBUFFER ]]; then
+    _laya_clear
+    _laya_show "$out"
+    zle -R
+  fi
+}
+
+# Runs before every redraw: an edit makes the suggestion stale and asks for the next one.
 _laya_redraw() {
-  [[ -n $_laya_shown && $BUFFER != "$_laya_for" ]] && _laya_clear
+  [[ $BUFFER == "$_laya_for" || $BUFFER == "$_laya_asked" ]] && return 0
+  _laya_clear
+  _laya_cancel
+  if [[ -z ${LAYA_DISABLE:-} && -z $RBUFFER && -n ${BUFFER//[[:space:]]/} && $PENDING == 0 ]]; then
+    _laya_fetch
+  fi
   return 0
 }
 
-if [[ -o interactive ]]; then
-  if [[ -z $_laya_fallback ]]; then
-    _laya_fallback=${${(z)"$(bindkey '^I')"}[2]}
-    [[ -z $_laya_fallback || $_laya_fallback == laya-complete ]] && _laya_fallback=expand-or-complete
+# _laya_accept WIDGET ARGS: with a suggestion on display and the cursor at the end of the line,
+# take it into the line; else run WIDGET (the one the accepting widget replaced).
+_laya_accept() {
+  local orig=$1
+  shift
+  local end=${#BUFFER}
+  [[ $KEYMAP == vicmd ]] && (( end > 0 )) && end=$(( end - 1 ))
+  if [[ -n $_laya_shown && $BUFFER == "$_laya_for" && $CURSOR == $end ]]; then
+    local s=$_laya_shown
+    _laya_clear
+    BUFFER+=$s
+    CURSOR=${#BUFFER}
+    return 0
   fi
-  zle -N laya-complete _laya_complete
-  zle -N _laya_redraw
-  zle -N _laya_clear
+  zle $orig -- "$@"
+}
+
+# _laya_wrap WIDGET makes WIDGET accept the suggestion, keeping what it did before for when
+# there is none. Wrapping by name, not by key, is what zsh-autosuggestions does: → and End
+# stay whatever widgets the keymap binds them to.
+_laya_wrap() {
+  local w=$1 orig
+  [[ ${widgets[$w]:-} == user:_laya_accept_* ]] && return 0 # sourced twice
+  case ${widgets[$w]:-} in
+    user:*|completion:*)
+      orig=_laya_orig_$w
+      zle -A $w $orig ;;
+    *) orig=.$w ;;
+  esac
+  eval "_laya_accept_${w}() { _laya_accept ${(q)orig} \"\$@\" }"
+  zle -N $w _laya_accept_$w
+}
+
+if [[ -o zle ]]; then
+  zmodload zsh/system 2>/dev/null # sysparams, for the process to stop when a fetch is stale
   autoload -Uz add-zle-hook-widget
+  zle -N _laya_redraw
+  zle -N _laya_finish
+  zle -N _laya_fetched
   add-zle-hook-widget line-pre-redraw _laya_redraw
-  add-zle-hook-widget line-finish _laya_clear
-  bindkey '^I' laya-complete
+  add-zle-hook-widget line-finish _laya_finish
+  () {
+    local w
+    for w in $LAYA_ACCEPT_WIDGETS; do
+      _laya_wrap $w
+    done
+  }
 fi

@@ -1,5 +1,6 @@
-// Package shell_test checks the zsh widget with a stand-in laya command. It needs zsh (Debian
-// package zsh) and is skipped without it.
+// Package shell_test checks the zsh widget with a stand-in laya command: its functions with zle
+// stubbed out, and a real interactive zsh driven through a pseudo-terminal (zsh's zpty). It
+// needs zsh (Debian package zsh) and is skipped without it.
 package shell_test
 
 import (
@@ -59,54 +60,52 @@ func run(t *testing.T, bin, body string) string {
 	return string(out)
 }
 
-func TestSuggestThenAccept(t *testing.T) {
+func TestQuery(t *testing.T) {
 	bin, argsFile := fakeLaya(t)
-	out := run(t, bin, `
-LBUFFER="git sta" RBUFFER="" BUFFER="git sta"
-_laya_complete
-print -r -- "ghost=[$POSTDISPLAY] hl=[$region_highlight]"
-_laya_complete
-print -r -- "line=[$LBUFFER] ghost=[$POSTDISPLAY] hl=[$region_highlight]"
-`)
-	want := "ghost=[tus] hl=[7 10 fg=8]\nline=[git status] ghost=[] hl=[]\n"
-	if out != want {
-		t.Errorf("got\n%s\nwant\n%s", out, want)
+	out := run(t, bin, `_laya_query "git sta"; print; _laya_query multi || print none; _laya_query ls || print none`)
+	if want := "tus\nnone\nnone\n"; out != want {
+		t.Errorf("got %q, want %q", out, want)
 	}
+	// A line of just "-" is text: it follows "--", and laya never reads stdin for it.
+	run(t, bin, `_laya_query - </dev/null || true`)
 	args, _ := os.ReadFile(argsFile)
-	for _, a := range []string{"complete", "--fallback=false", "--timeout\n100ms", "--app\nzsh", "--\ngit sta"} {
+	for _, a := range []string{"complete", "--fallback=false", "--timeout\n300ms", "--app\nzsh", "--\n-"} {
 		if !strings.Contains(string(args), a+"\n") {
 			t.Errorf("laya called without %q:\n%s", a, args)
 		}
 	}
+	if strings.Contains(string(args), "--stdin") {
+		t.Errorf("laya asked to read stdin:\n%s", args)
+	}
 }
 
-func TestFallsBack(t *testing.T) {
+func TestAccept(t *testing.T) {
 	bin, _ := fakeLaya(t)
-	for name, body := range map[string]string{
-		"no suggestion":    `LBUFFER="ls" RBUFFER="" BUFFER="ls"; _laya_complete`,
-		"multi-line":       `LBUFFER="multi" RBUFFER="" BUFFER="multi"; _laya_complete`,
-		"cursor mid-line":  `LBUFFER="git sta" RBUFFER=" -s" BUFFER="git sta -s"; _laya_complete`,
-		"empty line":       `LBUFFER="  " RBUFFER="" BUFFER="  "; _laya_complete`,
-		"laya not on PATH": `LAYA_BIN=/nonexistent/laya; LBUFFER="git sta" RBUFFER="" BUFFER="git sta"; _laya_complete`,
-		"custom fallback":  `_laya_fallback=menu-complete; LBUFFER="ls" RBUFFER="" BUFFER="ls"; _laya_complete`,
-	} {
-		out := run(t, bin, body+"\nprint -r -- \"ghost=[$POSTDISPLAY]\"")
-		fallback := "expand-or-complete"
-		if name == "custom fallback" {
-			fallback = "menu-complete"
-		}
-		if want := "zle " + fallback + "\nghost=[]\n"; out != want {
-			t.Errorf("%s: got %q, want %q", name, out, want)
-		}
+	out := run(t, bin, `
+BUFFER="git sta" CURSOR=7
+_laya_show tus
+print -r -- "ghost=[$POSTDISPLAY] hl=[$region_highlight]"
+CURSOR=3; _laya_accept .forward-char
+print -r -- "mid-line: line=[$BUFFER] ghost=[$POSTDISPLAY]"
+CURSOR=7; _laya_accept .end-of-line
+print -r -- "at the end: line=[$BUFFER] cursor=$CURSOR ghost=[$POSTDISPLAY] hl=[$region_highlight]"
+_laya_accept .forward-char
+`)
+	want := "ghost=[tus] hl=[7 10 fg=8]\n" +
+		"zle .forward-char --\nmid-line: line=[git sta] ghost=[tus]\n" +
+		"at the end: line=[git status] cursor=10 ghost=[] hl=[]\n" +
+		"zle .forward-char --\n"
+	if out != want {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
 	}
 }
 
 func TestEditClearsGhost(t *testing.T) {
 	bin, _ := fakeLaya(t)
 	out := run(t, bin, `
-LBUFFER="git sta" RBUFFER="" BUFFER="git sta"
-_laya_complete
-BUFFER="git st" LBUFFER="git st"
+BUFFER="git sta" CURSOR=7
+_laya_show tus
+BUFFER="git st" RBUFFER="x" PENDING=0
 _laya_redraw
 print -r -- "ghost=[$POSTDISPLAY] hl=[$region_highlight]"
 `)
@@ -115,16 +114,73 @@ print -r -- "ghost=[$POSTDISPLAY] hl=[$region_highlight]"
 	}
 }
 
-func TestInstallsBinding(t *testing.T) {
-	// Sourcing twice must not make the widget its own fallback.
+// TestBindings: sourcing (twice) leaves Tab as it was, and wraps the accepting widgets once,
+// keeping a user's own forward-char to run when there is no suggestion.
+func TestBindings(t *testing.T) {
 	cmd := exec.Command(zsh(t), "-f", "-i", "-c", `bindkey '^I' menu-complete
+my-forward() { print -r -- "mine" }
+zle -N forward-char my-forward
 source ./laya.zsh; source ./laya.zsh
-bindkey '^I'; print -r -- $_laya_fallback`)
+bindkey '^I'; print -r -- ${widgets[forward-char]} ${widgets[_laya_orig_forward-char]} ${widgets[end-of-line]}`)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("zsh: %v\n%s", err, out)
 	}
-	if want := "\"^I\" laya-complete\nmenu-complete\n"; string(out) != want {
+	if want := "\"^I\" menu-complete\nuser:_laya_accept_forward-char user:my-forward user:_laya_accept_end-of-line\n"; string(out) != want {
 		t.Errorf("got %q, want %q", out, want)
+	}
+}
+
+// TestInteractive types into a real zsh through a pseudo-terminal: the suggestion appears
+// while typing, → and End (^E, end-of-line) accept it, and Tab completes as zsh always did,
+// with or without a suggestion shown.
+func TestInteractive(t *testing.T) {
+	z := zsh(t)
+	bin, _ := fakeLaya(t)
+	home := t.TempDir()
+	if err := os.Mkdir(filepath.Join(home, "usrdir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	widget, err := filepath.Abs("laya.zsh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each line is typed, given time for the suggestion to come, then a key, then run; its
+	// echo output shows what the line had become.
+	driver := `
+zmodload zsh/zpty || exit 3
+zpty -b z "cd ${(q)HOME} && zsh -f -i"
+zpty -w z "PS1='%% '; source ${(q)WIDGET}"
+sleep 0.5
+line() { zpty -w -n z "$1"; sleep 1; zpty -w -n z "$2"; sleep 0.3; zpty -w -n z $'\r'; sleep 0.3 }
+line 'echo 1 git sta' $'\e[C'
+line 'echo 2 git sta' $'\x05'
+line 'echo 3 git sta' $'\t'
+line 'echo 4 usrd'    $'\t'
+line 'echo 5 usrd'    $'\e[C'
+zpty -w z exit
+sleep 0.5
+while zpty -r -t z line; do print -rn -- "$line"; done
+`
+	cmd := exec.Command(z, "-f", "-c", driver)
+	cmd.Env = append(os.Environ(), "HOME="+home, "WIDGET="+widget, "LAYA_BIN="+bin)
+	raw, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("zsh: %v\n%s", err, raw)
+	}
+	got := map[string]bool{}
+	for _, l := range strings.Split(strings.ReplaceAll(string(raw), "\r", ""), "\n") {
+		got[l] = true
+	}
+	for _, want := range []string{
+		"1 git status", // → accepted
+		"2 git status", // End accepted
+		"3 git sta",    // Tab did not accept
+		"4 usrdir",     // Tab completed (the slash goes with the space)
+		"5 usrd",       // → without a suggestion did what it does
+	} {
+		if !got[want] {
+			t.Errorf("no output line %q in:\n%q", want, raw)
+		}
 	}
 }
