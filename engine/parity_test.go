@@ -14,46 +14,17 @@ import (
 
 	"github.com/layaapp/laya/engine/tensor"
 	"github.com/layaapp/laya/engine/weights"
+	"github.com/layaapp/laya/internal/fixtures"
 )
 
 // Parity with PyTorch/transformers: the fixtures under testdata/models (tiny trained models in
 // every format) and the bundled model carry reference.json files computed in float64 on the
 // weights each format dequantizes to.
 
-type refCase struct {
-	Format    string         `json:"format"`
-	Path      string         `json:"path"`
-	Prompt    *string        `json:"prompt"`
-	PromptIDs []int32        `json:"prompt_ids"`
-	Greedy    []int32        `json:"greedy"`
-	Top       [][][2]float64 `json:"top"`
-}
-
-type refFile struct {
-	Model string    `json:"model"`
-	Cases []refCase `json:"cases"`
-}
-
-func readRefFile(t *testing.T, path string) refFile {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f refFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	if len(f.Cases) == 0 {
-		t.Fatalf("%s: no cases", path)
-	}
-	return f
-}
-
 // checkRefCase loads the case's model and requires the reference's greedy ids exactly and each
 // reported logprob within 1e-3. The engine reports more candidates than the reference so that
 // near-equal entries at the bottom of the reference's top 5 may come in either order.
-func checkRefCase(t *testing.T, dir string, c refCase, dequantize bool) {
+func checkRefCase(t *testing.T, dir string, c fixtures.Case, dequantize bool) {
 	t.Helper()
 	w, err := weights.Open(filepath.Join(dir, c.Path))
 	if err != nil {
@@ -97,26 +68,12 @@ func checkRefCase(t *testing.T, dir string, c refCase, dequantize bool) {
 	}
 }
 
-// parityFixtures names the directories under testdata/models whose reference.json the engine
-// must match. A family joins the list with the loader that runs it; a listed fixture whose data
-// is missing fails.
-var parityFixtures = []string{"llama", "llama3", "qwen2", "qwen3", "smollm3", "gemma3", "lfm2", "qwen3_5"}
-
-func parityFiles() []string {
-	files := make([]string, len(parityFixtures))
-	for i, name := range parityFixtures {
-		files[i] = filepath.Join("..", "testdata", "models", name, "reference.json")
-	}
-	return files
-}
-
+// TestParityFixtures runs every case of every parity fixture (fixtures.Models).
 func TestParityFixtures(t *testing.T) {
-	for _, f := range parityFiles() {
-		dir := filepath.Dir(f)
-		ref := readRefFile(t, f)
+	for _, ref := range fixtures.All(t) {
 		for i, c := range ref.Cases {
-			t.Run(fmt.Sprintf("%s/%s/%d", filepath.Base(dir), c.Format, i), func(t *testing.T) {
-				checkRefCase(t, dir, c, false)
+			t.Run(fmt.Sprintf("%s/%s/%d", filepath.Base(ref.Dir), c.Format, i), func(t *testing.T) {
+				checkRefCase(t, ref.Dir, c, false)
 			})
 		}
 	}
@@ -126,11 +83,10 @@ func TestParityFixtures(t *testing.T) {
 // (by tensor.DequantizeRow), so the model code is checked against the references independently
 // of how the backend's quantized kernels round.
 func TestParityFixturesDequantized(t *testing.T) {
-	for _, f := range parityFiles() {
-		dir := filepath.Dir(f)
-		for i, c := range readRefFile(t, f).Cases {
-			t.Run(fmt.Sprintf("%s/%s/%d", filepath.Base(dir), c.Format, i), func(t *testing.T) {
-				checkRefCase(t, dir, c, true)
+	for _, ref := range fixtures.All(t) {
+		for i, c := range ref.Cases {
+			t.Run(fmt.Sprintf("%s/%s/%d", filepath.Base(ref.Dir), c.Format, i), func(t *testing.T) {
+				checkRefCase(t, ref.Dir, c, true)
 			})
 		}
 	}
@@ -157,16 +113,10 @@ func toF32(t *testing.T, w *weights.Model) {
 	}
 }
 
-// bundledDir is the default model inside the repository.
-var bundledDir = filepath.Join("..", "assets", "models", "laya-code")
-
 func TestBundledModelReference(t *testing.T) {
-	f := filepath.Join(bundledDir, "reference.json")
-	if _, err := os.Stat(f); err != nil {
-		t.Fatalf("bundled model has no reference.json: %v", err)
-	}
-	for i, c := range readRefFile(t, f).Cases {
-		t.Run(strconv.Itoa(i), func(t *testing.T) { checkRefCase(t, bundledDir, c, false) })
+	dir := fixtures.Bundled(t)
+	for i, c := range fixtures.Read(t, dir).Cases {
+		t.Run(strconv.Itoa(i), func(t *testing.T) { checkRefCase(t, dir, c, false) })
 	}
 }
 
@@ -176,6 +126,7 @@ func TestBundledModelEval(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the full held-out evaluation takes tens of seconds")
 	}
+	bundledDir := fixtures.Bundled(t)
 	b, err := os.ReadFile(filepath.Join(bundledDir, "eval.json"))
 	if err != nil {
 		t.Fatalf("bundled model has no eval.json: %v", err)
@@ -218,9 +169,9 @@ func TestBundledModelEval(t *testing.T) {
 // BenchmarkBundledGenerate measures the bundled model completing a code prompt from a cold
 // cache: prefill plus 32 greedy tokens, as `make demo` does.
 func BenchmarkBundledGenerate(b *testing.B) {
-	m, err := Load(bundledDir, Options{Backend: "cpu"})
+	m, err := Load(fixtures.Bundled(b), Options{Backend: "cpu"})
 	if err != nil {
-		b.Skipf("no bundled model: %v", err)
+		b.Fatal(err)
 	}
 	defer m.Close()
 	prompt := m.Tokenizer().Encode("def fibonacci(n):\n", true)

@@ -3,15 +3,17 @@ package engine
 import (
 	"context"
 	"testing"
+
+	"github.com/layaapp/laya/internal/fixtures"
 )
 
 // TestGenerateAllocs: Generate allocates a fixed number of times per call, not per token. The
 // bundled model generates 8 and then 64 greedy tokens from the same prompt; every extra token
 // would show up as a difference in the count.
 func TestGenerateAllocs(t *testing.T) {
-	m, err := Load(bundledDir, Options{Backend: "cpu", Context: 256})
+	m, err := Load(fixtures.Bundled(t), Options{Backend: "cpu", Context: 256})
 	if err != nil {
-		t.Skipf("no bundled model: %v", err)
+		t.Fatal(err)
 	}
 	defer m.Close()
 	prompt := m.Tokenizer().Encode("def fibonacci(n):\n    if n < 2:\n", true)

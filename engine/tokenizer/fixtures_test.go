@@ -11,6 +11,7 @@ import (
 
 	"github.com/layaapp/laya/engine/tokenizer"
 	"github.com/layaapp/laya/engine/weights"
+	"github.com/layaapp/laya/internal/fixtures"
 )
 
 // fixtureCases maps each parity-fixture model to the HF reference cases of its tokenizer.
@@ -51,28 +52,14 @@ func openTokenizer(t *testing.T, path string) *tokenizer.Tokenizer {
 // llama.cpp's converter included) against HuggingFace: the prompt ids in reference.json, and
 // all hf-cases of the model's tokenizer.
 func TestFixtureTokenizers(t *testing.T) {
-	for model, casesName := range fixtureCases {
-		dir := filepath.Join("../../testdata/models", model)
-		if _, err := os.Stat(dir); err != nil {
-			t.Logf("%s: no fixture", model)
-			continue
-		}
+	for _, model := range fixtures.Models {
 		t.Run(model, func(t *testing.T) {
-			var ref struct {
-				Cases []struct {
-					Format    string  `json:"format"`
-					Path      string  `json:"path"`
-					Prompt    *string `json:"prompt"`
-					PromptIDs []int32 `json:"prompt_ids"`
-				} `json:"cases"`
+			casesName, ok := fixtureCases[model]
+			if !ok {
+				t.Fatalf("no HF tokenizer cases named for the %s fixture", model)
 			}
-			data, err := os.ReadFile(filepath.Join(dir, "reference.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(data, &ref); err != nil {
-				t.Fatal(err)
-			}
+			dir := fixtures.Model(t, model)
+			ref := fixtures.Read(t, dir)
 			tks := map[string]*tokenizer.Tokenizer{}
 			for _, c := range ref.Cases {
 				tk, ok := tks[c.Path]
@@ -86,7 +73,7 @@ func TestFixtureTokenizers(t *testing.T) {
 					}
 				}
 			}
-			cases := readHFCases(t, filepath.Join("../../testdata/tokenizer", "hf-cases-"+casesName+".jsonl"))
+			cases := readHFCases(t, fixtures.Path(t, "testdata/tokenizer/hf-cases-"+casesName+".jsonl"))
 			for path, tk := range tks {
 				bad := 0
 				for _, c := range cases {

@@ -9,19 +9,12 @@ import (
 	"testing"
 
 	"github.com/layaapp/laya/engine"
+	"github.com/layaapp/laya/internal/fixtures"
 )
 
 // fixtureSteps is how many greedy steps of each reference case run through the emulator: the
 // prefill and several decode steps, which is what the kernels can get wrong, at a CI-sized cost.
 const fixtureSteps = 6
-
-type refCase struct {
-	Format    string         `json:"format"`
-	Path      string         `json:"path"`
-	PromptIDs []int32        `json:"prompt_ids"`
-	Greedy    []int32        `json:"greedy"`
-	Top       [][][2]float64 `json:"top"`
-}
 
 // TestFixtures checks the emulated Metal backend against the PyTorch (float64) references of the
 // parity fixtures, every format against its own case: identical greedy ids, logprobs within
@@ -29,23 +22,7 @@ type refCase struct {
 // It runs the first case of each model and format (the emulated prefill mat-mat is slow; the
 // other prompts exercise the same kernels at other lengths).
 func TestFixtures(t *testing.T) {
-	root := filepath.Join("..", "..", "testdata", "models")
-	refs, _ := filepath.Glob(filepath.Join(root, "*", "reference.json"))
-	if len(refs) == 0 {
-		t.Skip("no parity fixtures in " + root)
-	}
-	for _, refPath := range refs {
-		var ref struct {
-			Model string    `json:"model"`
-			Cases []refCase `json:"cases"`
-		}
-		b, err := os.ReadFile(refPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(b, &ref); err != nil {
-			t.Fatalf("%s: %v", refPath, err)
-		}
+	for _, ref := range fixtures.All(t) {
 		seen := map[string]bool{}
 		for _, c := range ref.Cases {
 			if seen[c.Format] {
@@ -53,13 +30,13 @@ func TestFixtures(t *testing.T) {
 			}
 			seen[c.Format] = true
 			t.Run(ref.Model+"/"+c.Format, func(t *testing.T) {
-				checkCase(t, filepath.Join(filepath.Dir(refPath), c.Path), c)
+				checkCase(t, filepath.Join(ref.Dir, c.Path), c)
 			})
 		}
 	}
 }
 
-func checkCase(t *testing.T, path string, c refCase) {
+func checkCase(t *testing.T, path string, c fixtures.Case) {
 	n := min(fixtureSteps, len(c.Greedy), len(c.Top))
 	if n == 0 || len(c.PromptIDs) == 0 {
 		t.Fatalf("case has %d prompt ids, %d greedy ids, %d top lists", len(c.PromptIDs), len(c.Greedy), len(c.Top))
