@@ -54,6 +54,11 @@ type Offer struct {
 	ID     string
 	Name   string
 	SizeMB int
+	// Recommended is the catalog's recommended prose model, offered first while the user has
+	// no prose model (see Recommended).
+	Recommended bool
+	// Code marks a model for code: installing it still leaves the user without a prose model.
+	Code bool
 }
 
 // Transfer is the state of one model download.
@@ -149,32 +154,23 @@ func statsItems(s State) []Item {
 
 func modelItems(s State) []Item {
 	var items []Item
-	installed := map[string]bool{}
 	for _, m := range s.Installed {
-		installed[m.Name] = true
-		if dir, _, ok := strings.Cut(m.Name, "/"); ok {
-			// A GGUF model is named "<dir>/<file>", and a catalog entry installs into the
-			// directory its ID names.
-			installed[dir] = true
-		}
 		items = append(items, Item{Title: m.Name, Action: UseModel, Arg: m.Path, Enabled: !s.Loading, Checked: m.Path == s.Current})
 	}
+	installed := installedOffers(s)
+	rec, recommend := Recommended(s)
 	var offers []Item
 	for _, o := range s.Offers {
-		if installed[o.ID] || installed[o.Name] {
+		if installed[o.ID] || (recommend && o.ID == rec.ID) {
 			continue
 		}
-		d, active := s.Downloads[o.ID]
-		switch {
-		case active && d.Err != "":
-			offers = append(offers, Item{Title: fmt.Sprintf("Download %s failed (%s) — Retry", o.Name, d.Err), Action: Download, Arg: o.ID, Enabled: true})
-		case active:
-			offers = append(offers, Item{Title: fmt.Sprintf("Downloading %s… %d%% — Cancel", o.Name, int(d.Fraction*100)), Action: CancelDownload, Arg: o.ID, Enabled: true})
-		default:
-			offers = append(offers, Item{Title: fmt.Sprintf("Download %s (%s)…", o.Name, sizeText(o.SizeMB)), Action: Download, Arg: o.ID, Enabled: true})
-		}
+		offers = append(offers, offerItem(s, o, fmt.Sprintf("Download %s (%s)…", o.Name, sizeText(o.SizeMB))))
 	}
 	sort.SliceStable(offers, func(i, j int) bool { return offers[i].Title < offers[j].Title })
+	if recommend {
+		// First, so that a first run sees it before the rest of the catalog.
+		offers = append([]Item{offerItem(s, rec, fmt.Sprintf("Download %s (%s) — recommended for prose", rec.Name, sizeText(rec.SizeMB)))}, offers...)
+	}
 	if len(items) > 0 && len(offers) > 0 {
 		items = append(items, Item{Separator: true})
 	}
@@ -182,6 +178,43 @@ func modelItems(s State) []Item {
 		return []Item{{Title: "No models found"}}
 	}
 	return append(items, offers...)
+}
+
+// offerItem is o's item: title while no download of o runs, else the download's progress or
+// failure. Its ID is the same in every state but the running one, whose click cancels.
+func offerItem(s State, o Offer, title string) Item {
+	d, active := s.Downloads[o.ID]
+	switch {
+	case active && d.Err != "":
+		return Item{Title: fmt.Sprintf("Download %s failed (%s) — Retry", o.Name, d.Err), Action: Download, Arg: o.ID, Enabled: true}
+	case active:
+		return Item{Title: fmt.Sprintf("Downloading %s… %d%% — Cancel", o.Name, int(d.Fraction*100)), Action: CancelDownload, Arg: o.ID, Enabled: true}
+	}
+	return Item{Title: title, Action: Download, Arg: o.ID, Enabled: true}
+}
+
+// installedOffers returns the IDs of the offers already installed.
+func installedOffers(s State) map[string]bool {
+	ids := map[string]bool{}
+	for _, m := range s.Installed {
+		if o, ok := offerOf(s.Offers, m); ok {
+			ids[o.ID] = true
+		}
+	}
+	return ids
+}
+
+// offerOf returns the offer that installed model m came from, if any.
+func offerOf(offers []Offer, m Installed) (Offer, bool) {
+	// A GGUF model is named "<dir>/<file>", and a catalog entry installs into the directory
+	// its ID names.
+	dir, _, _ := strings.Cut(m.Name, "/")
+	for _, o := range offers {
+		if o.ID == m.Name || o.ID == dir || o.Name == m.Name {
+			return o, true
+		}
+	}
+	return Offer{}, false
 }
 
 func sizeText(mb int) string {
