@@ -10,13 +10,19 @@ import (
 // bundled is where the repository keeps the default model, relative to its root.
 var bundled = filepath.Join("assets", "models", "laya-code")
 
-// DefaultModelPath returns $LAYA_MODEL when set, else the bundled assets/models/laya-code found
-// in the working directory or one of its parents, in the executable's directory or one of its
-// parents, or in an app bundle's Contents/Resources/models/laya-code next to Contents/MacOS.
+// DefaultModelPath returns $LAYA_MODEL when set, else BundledModelPath's.
 func DefaultModelPath() (string, error) {
 	if p := os.Getenv("LAYA_MODEL"); p != "" {
 		return p, nil
 	}
+	return BundledModelPath()
+}
+
+// BundledModelPath finds the bundled model: assets/models/laya-code in the working directory or
+// one of its parents (a checkout), share/laya/models/laya-code beside the executable's bin
+// directory (make install), an app bundle's Contents/Resources/models/laya-code next to
+// Contents/MacOS, or assets/models/laya-code in the executable's directory or its parents.
+func BundledModelPath() (string, error) {
 	var tried []string // where the search started, for the error
 	look := func(dir string) (string, bool) {
 		// config.json marks a model directory, so a stray empty folder is not taken for one.
@@ -46,9 +52,15 @@ func DefaultModelPath() (string, error) {
 			exe = r
 		}
 		dir := filepath.Dir(exe)
-		tried = append(tried, filepath.Join(dir, "..", "Resources", "models", "laya-code"))
-		if p, ok := look(filepath.Join(dir, "..", "Resources", "models", "laya-code")); ok {
-			return filepath.Clean(p), nil
+		for _, p := range []string{
+			filepath.Join(dir, "..", "share", "laya", "models", "laya-code"),
+			filepath.Join(dir, "..", "Resources", "models", "laya-code"),
+		} {
+			p = filepath.Clean(p)
+			tried = append(tried, p)
+			if _, ok := look(p); ok {
+				return p, nil
+			}
 		}
 		if p, ok := upward(dir); ok {
 			return p, nil

@@ -15,6 +15,7 @@ import (
 
 // Sources of discovered models, in the order Discover lists them.
 const (
+	SourceBundled     = "bundled"
 	SourceLaya        = "laya"
 	SourceHuggingFace = "huggingface"
 	SourceLMStudio    = "lmstudio"
@@ -25,7 +26,7 @@ const (
 type Found struct {
 	Name   string `json:"name"`   // "org/name" (with "/file.gguf" for a GGUF file), or Ollama's "name:tag"
 	Repo   string `json:"repo"`   // the hub repository it came from, when the layout tells ("" for Ollama)
-	Source string `json:"source"` // SourceLaya, SourceHuggingFace, SourceLMStudio or SourceOllama
+	Source string `json:"source"` // SourceBundled, SourceLaya, SourceHuggingFace, SourceLMStudio or SourceOllama
 	Path   string `json:"path"`   // what the engine loads: a model directory or a GGUF file (an Ollama blob)
 	Format string `json:"format"` // "mlx", "safetensors" or "gguf"
 	Size   int64  `json:"size"`   // bytes on disk
@@ -63,6 +64,12 @@ func Discover(loc Locations, probe Probe) []Found {
 			}
 		}
 		out = append(out, f)
+	}
+	if loc.Bundled != "" {
+		for _, f := range scanModelDir(loc.Bundled, 0) {
+			f.Source, f.Name = SourceBundled, filepath.Base(loc.Bundled)
+			add(f)
+		}
 	}
 	if loc.Laya != "" {
 		for _, d := range subdirs(loc.Laya) {

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/layaapp/laya/config"
+	"github.com/layaapp/laya/engine"
 	"github.com/layaapp/laya/models"
 	"github.com/layaapp/laya/models/download"
 )
@@ -35,6 +36,8 @@ func runModels(args []string) error {
 	if err != nil {
 		return err
 	}
+	// Every command runs the bundled model when given none, so it is listed wherever it is.
+	loc.Bundled, _ = engine.BundledModelPath()
 	found := models.Discover(loc, models.OpenProbe)
 	if *catalog {
 		return printCatalog(found, *asJSON)
