@@ -11,6 +11,24 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/laya
 
+# make install [PREFIX=/usr/local] [DESTDIR=staging]: laya in PREFIX/bin, the bundled model in
+# PREFIX/share/laya/models/laya-code (where laya looks beside its bin directory), the zsh widget
+# in PREFIX/share/laya/laya.zsh.
+.PHONY: install uninstall
+PREFIX        ?= /usr/local
+SHARE         := $(DESTDIR)$(PREFIX)/share/laya
+BUNDLED_FILES := config.json tokenizer.json tokenizer_config.json model.safetensors MODEL_CARD.md
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(SHARE)/models/laya-code
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/laya
+	install -m 0644 $(addprefix assets/models/laya-code/,$(BUNDLED_FILES)) $(SHARE)/models/laya-code/
+	install -m 0644 shell/laya.zsh $(SHARE)/laya.zsh
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/laya
+	rm -rf $(SHARE)
+
 demo: build
 	$(BIN) generate --prompt "$$(printf 'def fibonacci(n):\n    if n')" --max-tokens 40
 	@echo
