@@ -83,9 +83,7 @@ func newApp() *app {
 	if a.catalog, err = models.DefaultCatalog(); err != nil {
 		log.Printf("model catalog: %v", err)
 	} else {
-		for _, e := range a.catalog.Models {
-			a.state.Offers = append(a.state.Offers, menu.Offer{ID: e.ID, Name: e.Name, SizeMB: e.SizeMB})
-		}
+		a.state.Offers = menu.Offers(a.catalog)
 	}
 	return a
 }
@@ -100,7 +98,7 @@ func (a *app) didLaunch() {
 	}, a.config())
 	a.bar = newStatusBar(resourcePath("StatusIcon.png"), a.menuAction)
 	a.prefs = newPrefsWindow(a.savePrefs)
-	a.onboard = newOnboardingWindow()
+	a.onboard = newOnboardingWindow(a.menuAction)
 	observeActivation()
 	observeInputSource()
 	observeMemoryPressure(a.eng.idle)
@@ -154,7 +152,10 @@ func (a *app) refreshMenu() {
 		s.Downloads[k] = v
 	}
 	a.mu.Unlock()
-	onMain(func() { a.bar.render(menu.Build(s)) })
+	onMain(func() {
+		a.bar.render(menu.Build(s))
+		a.onboard.setOffer(menu.FirstRun(s))
+	})
 }
 
 // rescan lists the bundled model and those in the models directory: at launch, after a
