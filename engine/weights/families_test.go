@@ -25,6 +25,8 @@ func TestParseGemma3Config(t *testing.T) {
 			theta: 1e6, local: 1e4, scale: RopeScaling{Type: "linear", Factor: 8}, tied: true, slidingLayer6: true, slidingLayer0: true},
 		{name: "transformers 4 pattern", json: `{"model_type":"gemma3_text",` + dims + `,"sliding_window_pattern":6,"rope_theta":1000000.0,"rope_local_base_freq":10000.0,"tie_word_embeddings":false}`,
 			theta: 1e6, local: 1e4, slidingLayer6: true, slidingLayer0: true},
+		{name: "multimodal without architectures", json: `{"model_type":"gemma3","text_config":{"model_type":"gemma3_text",` + dims + `}}`,
+			theta: 1e6, local: 1e4, tied: true, slidingLayer6: true, slidingLayer0: true},
 		{name: "multimodal mlx", json: `{"architectures":["Gemma3ForConditionalGeneration"],"model_type":"gemma3","quantization":{"group_size":64,"bits":4},"text_config":{"model_type":"gemma3_text",` + dims + `}}`,
 			theta: 1e6, local: 1e4, quantized: true, tied: true, slidingLayer6: true, slidingLayer0: true},
 	} {

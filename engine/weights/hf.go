@@ -123,8 +123,10 @@ func parseConfig(data []byte) (Config, *mlxQuant, error) {
 	// at the top.
 	quantBlocks := []json.RawMessage{h.Quantization, h.QuantizationConfig}
 	if !isNull(h.TextConfig) {
-		if len(h.Architectures) == 0 || h.Architectures[0] != "Gemma3ForConditionalGeneration" {
-			return Config{}, nil, fmt.Errorf("text_config of architecture %v is not supported (want Gemma3ForConditionalGeneration)", h.Architectures)
+		gemma3 := len(h.Architectures) == 0 && h.ModelType == "gemma3" ||
+			len(h.Architectures) > 0 && h.Architectures[0] == "Gemma3ForConditionalGeneration"
+		if !gemma3 {
+			return Config{}, nil, fmt.Errorf("text_config of architecture %v, model type %q is not supported (want Gemma3ForConditionalGeneration)", h.Architectures, h.ModelType)
 		}
 		var t hfConfig
 		if err := json.Unmarshal(h.TextConfig, &t); err != nil {
