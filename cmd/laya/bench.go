@@ -62,11 +62,15 @@ func runBench(args []string, w io.Writer) error {
 	runs := fs.Int("runs", 3, "measured runs; the fastest of each phase is reported (shared machines are noisy)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured runs to this file")
+	planOnly := fs.Bool("plan", false, "count the Metal backend's work per token for a prefill of --prompt-tokens and one decode step, without a GPU")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *promptTokens < 1 || *genTokens < 2 || *runs < 1 {
 		return errors.New("need --prompt-tokens >= 1, --gen-tokens >= 2, --runs >= 1")
+	}
+	if *planOnly {
+		return runBenchPlan(ef, *promptTokens, *asJSON, w)
 	}
 	m, err := ef.load(*promptTokens + *genTokens)
 	if err != nil {
