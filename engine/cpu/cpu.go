@@ -43,6 +43,7 @@ type cpuBackend struct {
 	mm    matmulJob
 	attn  attnJob
 	delta deltaJob
+	conv  convJob
 	// quantized names the input whose quantized activations mm holds, so that the matmuls of one
 	// input (q, k and v; gate and up) quantize it once. Every method that writes a buffer clears
 	// it; MatMul only when its output overlaps that input.

@@ -40,43 +40,92 @@ func (c *cpuBackend) CausalConv(dst, x backend.Buffer, w *tensor.Tensor, state b
 	if !ok1 || !ok2 {
 		return
 	}
-	hist := k - 1
-	st = st[:hist*ch]
-	if pos == 0 {
-		clear(st)
-	}
-	// input is the convolved value of channel i at row r of this call (r < 0 reads the state).
-	input := func(r, i int) float32 {
-		if r < 0 {
-			return st[(hist+r)*ch+i]
+	j := &c.conv
+	if len(j.ones) < ch {
+		j.ones = make([]float32, ch)
+		for i := range j.ones {
+			j.ones[i] = 1
 		}
-		if kind == backend.ConvGated {
-			row := xs[r*in : (r+1)*in]
-			return row[i] * row[2*ch+i]
-		}
-		return xs[r*in+i]
 	}
-	for r := range rows {
-		for i := range ch {
-			taps := wv[i*k : (i+1)*k]
-			var s float32
-			for j, t := range taps {
-				s += t * input(r-hist+j, i)
+	j.d, j.x, j.w, j.st = d, xs, wv, st[:(k-1)*ch]
+	j.gated, j.fresh = kind == backend.ConvGated, pos == 0
+	j.ch, j.k, j.in, j.rows = ch, k, in, rows
+	c.pool.parallel(j, (ch+convBlock-1)/convBlock, 1)
+}
+
+// convBlock is how many channels one item of a convJob covers.
+const convBlock = 256
+
+// convJob runs a causal convolution, a block of channels per item: every row of those channels,
+// then their state. Channels are independent, so workers share nothing they write.
+type convJob struct {
+	d, x, w, st  []float32
+	ones         []float32 // the up operand that makes siluMul a plain SiLU
+	gated, fresh bool
+	ch, k, in    int
+	rows         int
+}
+
+func (j *convJob) run(_, lo, hi int) {
+	for b := lo; b < hi; b++ {
+		j.block(b*convBlock, min((b+1)*convBlock, j.ch))
+	}
+}
+
+// block convolves channels [c0, c1) over the call's rows.
+func (j *convJob) block(c0, c1 int) {
+	ch, k, in, hist := j.ch, j.k, j.in, j.k-1
+	if j.fresh {
+		for h := range hist {
+			clear(j.st[h*ch+c0 : h*ch+c1])
+		}
+	}
+	w := j.w[c0*k : c1*k]
+	for r := range j.rows {
+		out := j.d[r*ch+c0 : r*ch+c1]
+		clear(out)
+		// Tap by tap over the block's channels (each channel's taps summed in order).
+		for t := range k {
+			switch p := r - hist + t; {
+			case p < 0:
+				for i, v := range j.st[(hist+p)*ch+c0 : (hist+p)*ch+c1] {
+					out[i] += w[i*k+t] * v
+				}
+			case j.gated:
+				row := j.x[p*in : (p+1)*in]
+				bv, uv := row[c0:c1], row[2*ch+c0:2*ch+c1]
+				for i := range out {
+					out[i] += w[i*k+t] * (bv[i] * uv[i])
+				}
+			default:
+				for i, v := range j.x[p*in+c0 : p*in+c1] {
+					out[i] += w[i*k+t] * v
+				}
 			}
-			if kind == backend.ConvGated {
-				s *= xs[r*in+ch+i]
-			} else {
-				s = silu(s)
+		}
+		if j.gated {
+			for i, cv := range j.x[r*in+ch+c0 : r*in+ch+c1] {
+				out[i] *= cv
 			}
-			d[r*ch+i] = s
+		} else {
+			siluMul(out, out, j.ones[:len(out)])
 		}
 	}
-	// The new state is the last hist inputs; when fewer rows came, part of it is the old
-	// state moved forward (reading ahead of the write, so in place is safe).
+	// The new state is the last hist inputs; when fewer rows came, part of it is the old state
+	// moved forward (reading ahead of the write, so in place is safe).
 	for h := range hist {
-		r := rows - hist + h
-		for i := range ch {
-			st[h*ch+i] = input(r, i)
+		r := j.rows - hist + h
+		dst := j.st[h*ch+c0 : h*ch+c1]
+		switch {
+		case r < 0:
+			copy(dst, j.st[(hist+r)*ch+c0:(hist+r)*ch+c1])
+		case j.gated:
+			row := j.x[r*in : (r+1)*in]
+			for i := range dst {
+				dst[i] = row[c0+i] * row[2*ch+c0+i]
+			}
+		default:
+			copy(dst, j.x[r*in+c0:r*in+c1])
 		}
 	}
 }

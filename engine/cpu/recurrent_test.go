@@ -302,3 +302,16 @@ func TestGatedRMSNormSplitSigmoid(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkCausalConv is Qwen3.5-0.8B's q/k/v convolution (6144 channels, kernel 4) over a
+// prefill chunk of 256 rows.
+func BenchmarkCausalConv(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	c := newCPU(b, 1)
+	const ch, k, rows = 6144, 4, 256
+	w := &tensor.Tensor{Name: "conv", DType: tensor.F32, Shape: []int{ch, k}, Data: f32Tensor("", randVec(r, ch*k)).Data}
+	x, out, state := bufOf(c, randVec(r, rows*ch)), c.NewBuffer(rows*ch), c.NewBuffer((k-1)*ch)
+	for b.Loop() {
+		c.CausalConv(out, x, w, state, backend.ConvSiLU, 256, rows)
+	}
+}
