@@ -4,7 +4,7 @@
 GO      ?= go
 BIN     := bin/laya
 
-.PHONY: all build demo test test-go test-vscode test-arm64 bench bench-archsimd app check-darwin check-metal clean
+.PHONY: all build demo test test-go test-vscode test-arm64 bench bench-replay bench-archsimd app check-darwin check-metal clean
 
 all: build
 
@@ -64,6 +64,11 @@ test-vscode:
 
 bench:
 	bash build/bench/run.sh
+	bash build/bench/replay.sh
+
+# laya replay only: keystrokes saved and latency on the bundled model (REPLAY_LIMIT=N for a quick run).
+bench-replay:
+	bash build/bench/replay.sh
 
 clean:
 	rm -rf bin build/Laya.app build/out
