@@ -1,8 +1,13 @@
 package weights
 
 import (
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/layaapp/laya/engine/backend"
+	"github.com/layaapp/laya/engine/gguf"
 )
 
 // TestParseGemma3Config reads Gemma 3 configs as transformers 4.x and 5.x save them: per-layer
@@ -100,5 +105,75 @@ func TestParseSmolLM3AndQwen3Config(t *testing.T) {
 	}
 	if _, _, err := parseConfig([]byte(`{"model_type":"qwen3","attention_bias":true,` + dims + `}`)); err == nil {
 		t.Error("qwen3 attention_bias: no error")
+	}
+}
+
+// TestOpenGGUFGemma3 opens a Gemma 3 GGUF as llama.cpp's converter writes one: its norm names
+// (ffn_norm is the MLP's input norm; post_attention_norm and post_ffw_norm follow the blocks),
+// norms already holding 1+w, and what llama.cpp hard-codes: every sixth layer global, RoPE base
+// 10000 on the others, sqrt(hidden) embeddings, and hidden/heads as the query scale of a
+// 62-layer (27B) file.
+func TestOpenGGUFGemma3(t *testing.T) {
+	for _, layers := range []int{7, 62} {
+		shapes := map[string][]int{"token_embd.weight": {tVocab, tDim}, "output_norm.weight": {tDim}}
+		for i := range layers {
+			p := fmt.Sprintf("blk.%d.", i)
+			for _, n := range []string{"attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm"} {
+				shapes[p+n+".weight"] = []int{tDim}
+			}
+			shapes[p+"attn_q_norm.weight"] = []int{2 * tHeadDim}
+			shapes[p+"attn_k_norm.weight"] = []int{2 * tHeadDim}
+			shapes[p+"attn_q.weight"] = []int{tHeads * 2 * tHeadDim, tDim}
+			shapes[p+"attn_k.weight"] = []int{tKV * 2 * tHeadDim, tDim}
+			shapes[p+"attn_v.weight"] = []int{tKV * 2 * tHeadDim, tDim}
+			shapes[p+"attn_output.weight"] = []int{tDim, tHeads * 2 * tHeadDim}
+			shapes[p+"ffn_gate.weight"] = []int{tFFN, tDim}
+			shapes[p+"ffn_up.weight"] = []int{tFFN, tDim}
+			shapes[p+"ffn_down.weight"] = []int{tDim, tFFN}
+		}
+		meta := archMeta("gemma3")
+		for i, kv := range meta {
+			if kv.Key == "gemma3.block_count" {
+				meta[i].Value = uint32(layers)
+			}
+			if kv.Key == "gemma3.rope.dimension_count" {
+				meta[i].Value = uint32(2 * tHeadDim)
+			}
+		}
+		meta = append(meta, gguf.KV{Key: "gemma3.attention.key_length", Value: uint32(2 * tHeadDim)},
+			gguf.KV{Key: "gemma3.attention.value_length", Value: uint32(2 * tHeadDim)},
+			gguf.KV{Key: "gemma3.attention.sliding_window", Value: uint32(512)})
+		path := filepath.Join(t.TempDir(), "g.gguf")
+		writeGGUF(t, path, append(meta, vocabMeta("llama")...), ggufTensors(shapes))
+		m, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := m.Config
+		wantScale := 0.0 // 1/sqrt(head dim)
+		if layers == 62 {
+			wantScale = tDim / tHeads
+		}
+		if c.Arch != "gemma3" || c.HeadDim != 2*tHeadDim || c.NormOffset != 0 || !c.SandwichNorms || !c.QKNorm || c.Act != GELUTanh ||
+			c.EmbedScale != 8 || c.LocalRopeTheta != 10000 || c.QueryScale != wantScale || c.RopeStyle != backend.RopeHalf || !c.TiedEmbeddings {
+			t.Errorf("%d layers: config %+v", layers, c)
+		}
+		for i := range layers {
+			l := c.Layer(i)
+			if sliding := (i+1)%6 != 0; sliding != (l.Window == 512 && l.LocalRope) || !sliding && l != (LayerSpec{}) {
+				t.Errorf("%d layers: layer %d %+v", layers, i, l)
+			}
+		}
+		for hf, gg := range map[string]string{
+			"model.layers.0.pre_feedforward_layernorm.weight":  "blk.0.ffn_norm.weight",
+			"model.layers.0.post_attention_layernorm.weight":   "blk.0.post_attention_norm.weight",
+			"model.layers.0.post_feedforward_layernorm.weight": "blk.0.post_ffw_norm.weight",
+			"model.layers.0.self_attn.q_norm.weight":           "blk.0.attn_q_norm.weight",
+		} {
+			if got := m.Tensors[hf]; got == nil || got.Name != hf || ggufName(hf, ggufSandwichNames) != gg {
+				t.Errorf("%s: %v (from %s)", hf, got, ggufName(hf, ggufSandwichNames))
+			}
+		}
+		m.Close()
 	}
 }

@@ -280,7 +280,8 @@ func ggufConfig(f *gguf.File, v *tokenizer.GGUFVocab) (Config, error) {
 
 // gemma3GGUF sets what llama.cpp's Gemma 3 hard-codes or reads: every sixth layer global, the
 // others sliding over window positions with RoPE base 10000 unscaled, embeddings scaled by
-// sqrt(hidden) in float32, attention scaled by the key length (an attention.scale key wins).
+// sqrt(hidden) in float32, attention scaled by the key length (hidden/heads for the 27B model;
+// an attention.scale key wins). The file has no query_pre_attn_scalar.
 func gemma3GGUF(f *gguf.File, c *Config, window int) error {
 	if window <= 0 {
 		return fmt.Errorf("metadata gemma3.attention.sliding_window %d", window)
@@ -289,6 +290,11 @@ func gemma3GGUF(f *gguf.File, c *Config, window int) error {
 		if v, ok := f.Float(key); ok && v != 0 {
 			return fmt.Errorf("metadata %s %g is not supported", key, v)
 		}
+	}
+	if c.Layers == 62 {
+		// llama.cpp takes a 62-layer file for the 27B model, whose query_pre_attn_scalar is
+		// hidden/heads rather than the head size.
+		c.QueryScale = float64(c.Dim / c.Heads)
 	}
 	if s, ok := f.Float("gemma3.attention.scale"); ok {
 		if !(s > 0) {
