@@ -1,5 +1,8 @@
 // rope.metal: rotary position embedding, alone (queries) or fused with the KV-cache write (keys
 // and values, one pass instead of a rotation then a copy).
+//
+// The angles use precise::sin and cos: fast math's may be off by 2^-13 (more for the large angles
+// of late positions), an error every query and key would carry into attention.
 
 #define ROPE_HALF 0
 #define ROPE_INTERLEAVED 1
@@ -26,7 +29,7 @@ kernel void rope(device float* x [[buffer(0)]], device const float* invFreq [[bu
   if (gid >= p.rows * p.heads * np) return;
   uint i = gid % np, h = (gid / np) % p.heads, r = gid / (np * p.heads);
   float a = float(step[0] + r) * invFreq[i];
-  float c = cos(a), s = sin(a);
+  float c = precise::cos(a), s = precise::sin(a);
   uint2 d = rope_pair(i, np, p.style);
   device float* v = x + (r * p.heads + h) * p.headDim;
   float x0 = v[d.x], x1 = v[d.y];
@@ -57,7 +60,7 @@ kernel void kv_store(device float* k [[buffer(0)]], device const float* v [[buff
   float x0 = k[src + d.x], x1 = k[src + d.y];
   if (p.rotate != 0 && i < rp.pairs) {
     float a = float(step[0] + r) * invFreq[i];
-    float c = cos(a), s = sin(a);
+    float c = precise::cos(a), s = precise::sin(a);
     float y0 = x0 * c - x1 * s, y1 = x0 * s + x1 * c;
     x0 = y0;
     x1 = y1;
