@@ -1,7 +1,7 @@
 // Laya for VS Code: an inline completion provider that asks the Laya server on this machine.
 
 import * as vscode from "vscode";
-import { LayaClient, defaultSocketPath, textWindow } from "./protocol";
+import { ErrorLog, LayaClient, defaultSocketPath, sessionName, textWindow } from "./protocol";
 
 function newClient(): LayaClient {
   const configured = vscode.workspace.getConfiguration("laya").get<string>("socketPath");
@@ -28,7 +28,10 @@ function sleep(ms: number, token: vscode.CancellationToken): Promise<boolean> {
 
 export function activate(context: vscode.ExtensionContext): void {
   let client = newClient();
+  const output = vscode.window.createOutputChannel("Laya");
+  const errors = new ErrorLog();
   context.subscriptions.push(
+    output,
     { dispose: () => client.close() },
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration("laya.socketPath")) {
@@ -55,18 +58,24 @@ export function activate(context: vscode.ExtensionContext): void {
           {
             prefix,
             suffix,
-            client: document.uri.toString(),
+            client: sessionName(document.uri.toString()),
             app: `vscode:${document.languageId}`,
             max_tokens: cfg.get<number>("maxTokens", 32),
           },
           { signal: abort.signal },
         );
+        errors.ok();
         if (f.canceled || !f.text || token.isCancellationRequested) {
           return undefined;
         }
         return [new vscode.InlineCompletionItem(f.text, new vscode.Range(position, position))];
-      } catch {
-        return undefined; // no server, or superseded: no suggestion rather than an error popup
+      } catch (e) {
+        // No suggestion rather than an error popup; what went wrong goes to the output channel.
+        const msg = errors.report(e);
+        if (msg !== undefined) {
+          output.appendLine(`${new Date().toISOString()} ${msg}`);
+        }
+        return undefined;
       } finally {
         sub.dispose();
       }

@@ -3,6 +3,7 @@
 // {"cancel": id} abandons a request. This module has no VS Code dependency so that it can be
 // tested with node alone.
 
+import { createHash } from "node:crypto";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -52,6 +53,47 @@ export function defaultSocketPath(
     return path.join(env.XDG_RUNTIME_DIR, "laya", "laya.sock");
   }
   return path.join(home, ".cache", "laya", "laya.sock");
+}
+
+/** The most bytes the server takes in a session name (Go server.maxName). */
+export const maxSessionName = 256;
+
+/**
+ * The session name for a document: its URI, or, for a URI longer than the server takes, a
+ * SHA-256 of it. The same document always gets the same name, so its KV cache is reused.
+ */
+export function sessionName(uri: string): string {
+  if (Buffer.byteLength(uri, "utf8") <= maxSessionName) {
+    return uri;
+  }
+  return "sha256:" + createHash("sha256").update(uri, "utf8").digest("hex");
+}
+
+/**
+ * Decides which failed requests to report in the output channel: not aborted ones (the user
+ * typed on), and not the same message again until a request has succeeded, so that a server
+ * that is down, or an error every request meets, is reported once rather than per keystroke.
+ */
+export class ErrorLog {
+  private last?: string;
+
+  /** The message to report for e, or undefined when it is not to be reported. */
+  report(e: unknown): string | undefined {
+    if (e instanceof Error && e.name === "AbortError") {
+      return undefined;
+    }
+    const msg = e instanceof Error ? e.message : String(e);
+    if (msg === this.last) {
+      return undefined;
+    }
+    this.last = msg;
+    return msg;
+  }
+
+  /** A request succeeded: the next error is news again. */
+  ok(): void {
+    this.last = undefined;
+  }
 }
 
 /** Characters before the caret sent per request, and the step the window start moves in. */

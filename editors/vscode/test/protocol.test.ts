@@ -4,11 +4,21 @@ import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import { LayaClient, LineSplitter, defaultSocketPath, prefixChars, textWindow } from "../src/protocol";
+import {
+  ErrorLog,
+  LayaClient,
+  LineSplitter,
+  defaultSocketPath,
+  maxSessionName,
+  prefixChars,
+  sessionName,
+  textWindow,
+} from "../src/protocol";
 
 // A fake server speaking the protocol: it answers "<prefix>" one character per piece, in
 // writes that split lines and multi-byte characters; "fail" gets an error frame, "slow" pieces
-// every 5 ms until canceled, "hangup" a closed connection. It records every message.
+// every 5 ms until canceled, "hangup" a closed connection; a client name over 256 bytes is
+// refused as the Go server refuses it. It records every message.
 async function fakeServer(): Promise<{ path: string; got: any[]; close: () => Promise<void> }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "laya-"));
   const sock = path.join(dir, "s.sock");
@@ -33,6 +43,8 @@ async function fakeServer(): Promise<{ path: string; got: any[]; close: () => Pr
         if (m.cancel !== undefined) {
           clearInterval(slow.get(m.cancel));
           send([{ id: m.cancel, text: "", done: true, canceled: true }]);
+        } else if (m.client !== undefined && Buffer.byteLength(m.client) > 256) {
+          send([{ id: m.id, text: "", done: true, error: "client is limited to 256 bytes" }]);
         } else if (m.prefix === "fail") {
           send([{ id: m.id, text: "", done: true, error: "model exploded" }]);
         } else if (m.prefix === "hangup") {
@@ -146,4 +158,35 @@ test("default socket path follows the server's rules", () => {
   assert.equal(defaultSocketPath({}, "darwin", "/Users/u"), "/Users/u/Library/Application Support/Laya/laya.sock");
   assert.equal(defaultSocketPath({ XDG_RUNTIME_DIR: "/run/user/1" }, "linux", "/home/u"), "/run/user/1/laya/laya.sock");
   assert.equal(defaultSocketPath({}, "linux", "/home/u"), "/home/u/.cache/laya/laya.sock");
+});
+
+test("long document URIs get session names the server takes", async () => {
+  const short = "file:///home/me/x.py";
+  assert.equal(sessionName(short), short);
+  const long = "file:///home/me/" + "déjà/".repeat(60) + "x.py"; // multi-byte: bytes, not characters, count
+  const other = long.replace("x.py", "y.py");
+  for (const uri of [long, other, "untitled:" + "✓".repeat(86)]) {
+    assert.ok(Buffer.byteLength(sessionName(uri)) <= maxSessionName, uri);
+  }
+  assert.equal(sessionName(long), sessionName(long), "the same document must keep its session");
+  assert.notEqual(sessionName(long), sessionName(other));
+
+  const srv = await fakeServer();
+  const c = new LayaClient(srv.path);
+  await assert.rejects(c.complete({ prefix: "p", client: long }), /client is limited/);
+  assert.equal((await c.complete({ prefix: "p", client: sessionName(long) })).text, "<p>");
+  c.close();
+  await srv.close();
+});
+
+test("the error log reports each failure once, and none for aborts", () => {
+  const log = new ErrorLog();
+  const aborted = new Error("laya: request aborted");
+  aborted.name = "AbortError";
+  assert.equal(log.report(aborted), undefined);
+  assert.equal(log.report(new Error("laya: client is limited to 256 bytes")), "laya: client is limited to 256 bytes");
+  assert.equal(log.report(new Error("laya: client is limited to 256 bytes")), undefined);
+  assert.equal(log.report(new Error("laya: cannot connect to /s.sock")), "laya: cannot connect to /s.sock");
+  log.ok();
+  assert.equal(log.report(new Error("laya: cannot connect to /s.sock")), "laya: cannot connect to /s.sock");
 });
