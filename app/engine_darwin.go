@@ -13,6 +13,7 @@ import (
 	"github.com/layaapp/laya/app/controller"
 	"github.com/layaapp/laya/app/pin"
 	"github.com/layaapp/laya/complete"
+	"github.com/layaapp/laya/config"
 	"github.com/layaapp/laya/engine"
 	_ "github.com/layaapp/laya/metal" // registers the "metal" backend
 	"github.com/layaapp/laya/server"
@@ -193,7 +194,7 @@ func (s serverCompleter) Complete(ctx context.Context, client string, req comple
 
 // serve runs the completion server on the default Unix socket until the app quits.
 func (h *engineHost) serve() error {
-	path, err := server.DefaultSocketPath()
+	path, err := config.SocketPath()
 	if err != nil {
 		return err
 	}

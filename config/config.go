@@ -248,3 +248,23 @@ func modelsDirFor(goos string, getenv func(string) string, home func() (string, 
 	}
 	return filepath.Join(dir, "models"), nil
 }
+
+// SocketPath returns where the server listens and clients connect: $LAYA_SOCKET when set, else
+// laya.sock in ~/Library/Application Support/Laya on macOS and in $XDG_RUNTIME_DIR/laya (or
+// ~/.cache/laya without it) elsewhere.
+func SocketPath() (string, error) {
+	return socketPathFor(runtime.GOOS, os.Getenv, os.UserHomeDir)
+}
+
+func socketPathFor(goos string, getenv func(string) string, home func() (string, error)) (string, error) {
+	if p := getenv("LAYA_SOCKET"); p != "" {
+		return p, nil
+	}
+	// The runtime directory is per login session and private to the user, as a socket wants;
+	// the cache directory stands in where there is none.
+	dir, err := appDir(goos, "XDG_RUNTIME_DIR", ".cache", getenv, home)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "laya.sock"), nil
+}

@@ -216,3 +216,36 @@ func TestModelsDir(t *testing.T) {
 		t.Errorf("explicit: %q, %v", got, err)
 	}
 }
+
+func TestSocketPath(t *testing.T) {
+	home := func() (string, error) { return "/home/u", nil }
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	for _, c := range []struct {
+		goos string
+		env  func(string) string
+		want string
+	}{
+		{"darwin", env("XDG_RUNTIME_DIR", "/run/user/1"), "/home/u/Library/Application Support/Laya/laya.sock"},
+		{"linux", env("XDG_RUNTIME_DIR", "/run/user/1"), "/run/user/1/laya/laya.sock"},
+		{"linux", env(), "/home/u/.cache/laya/laya.sock"},
+		{"linux", env("XDG_RUNTIME_DIR", "run"), "/home/u/.cache/laya/laya.sock"}, // relative: invalid
+		{"linux", env("LAYA_SOCKET", "/tmp/s.sock", "XDG_RUNTIME_DIR", "/run/user/1"), "/tmp/s.sock"},
+		{"darwin", env("LAYA_SOCKET", "/tmp/s.sock"), "/tmp/s.sock"},
+	} {
+		if got, err := socketPathFor(c.goos, c.env, home); err != nil || got != c.want {
+			t.Errorf("%s: %q, %v; want %q", c.goos, got, err, c.want)
+		}
+	}
+	if _, err := socketPathFor("linux", env(), func() (string, error) { return "", errors.New("no home") }); err == nil {
+		t.Error("missing home must be an error")
+	}
+}

@@ -28,8 +28,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 
@@ -143,29 +141,4 @@ func CheckSocketPath(path string) error {
 		return fmt.Errorf("server: socket path %s is %d bytes; Unix sockets allow at most %d: choose a shorter one (--socket or $LAYA_SOCKET)", path, len(path), limit)
 	}
 	return nil
-}
-
-// DefaultSocketPath is where the server listens and clients connect: $LAYA_SOCKET if set, else
-// ~/Library/Application Support/Laya/laya.sock on macOS and $XDG_RUNTIME_DIR/laya/laya.sock
-// (or ~/.cache/laya/laya.sock without it) elsewhere.
-func DefaultSocketPath() (string, error) {
-	if p := os.Getenv("LAYA_SOCKET"); p != "" {
-		return p, nil
-	}
-	if runtime.GOOS != "darwin" {
-		if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-			return filepath.Join(d, "laya", "laya.sock"), nil
-		}
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("server: socket path: %w", err)
-	}
-	if home == "" {
-		return "", errors.New("server: socket path: no home directory")
-	}
-	if runtime.GOOS == "darwin" {
-		return filepath.Join(home, "Library", "Application Support", "Laya", "laya.sock"), nil
-	}
-	return filepath.Join(home, ".cache", "laya", "laya.sock"), nil
 }

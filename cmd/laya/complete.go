@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/layaapp/laya/complete"
+	"github.com/layaapp/laya/config"
 	"github.com/layaapp/laya/engine"
 	"github.com/layaapp/laya/server"
 )
@@ -63,7 +64,7 @@ func runComplete(args []string, stdin io.Reader) error {
 	path := *socket
 	if path == "" {
 		var err error
-		if path, err = server.DefaultSocketPath(); err != nil {
+		if path, err = config.SocketPath(); err != nil {
 			return err
 		}
 	}

@@ -42,7 +42,7 @@ func runServe(args []string) error {
 	path := *socket
 	if path == "" {
 		var err error
-		if path, err = server.DefaultSocketPath(); err != nil {
+		if path, err = config.SocketPath(); err != nil {
 			return err
 		}
 	}

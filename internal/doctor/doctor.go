@@ -212,7 +212,7 @@ const serverTimeout = 2 * time.Second
 // max_tokens): any final frame proves a Laya server answers, and no model runs for it.
 func serverReport(ctx context.Context) ServerReport {
 	var r ServerReport
-	path, err := server.DefaultSocketPath()
+	path, err := config.SocketPath()
 	if err != nil {
 		r.Error = err.Error()
 		return r
