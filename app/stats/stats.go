@@ -7,15 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/layaapp/laya/app/controller"
+	"github.com/layaapp/laya/internal/fsutil"
 )
 
 // Bounds on what is kept, and on what is read back from the file.
@@ -86,20 +85,15 @@ type Stats struct {
 // error saying so, and is replaced on the next Save.
 func Open(path string, now time.Time) (*Stats, error) {
 	s := &Stats{path: path, f: file{Since: now, Apps: map[string]*Counts{}}}
-	fh, err := os.Open(path)
+	data, err := fsutil.ReadFileLimit(path, maxFileBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return s, nil
 	}
+	if errors.Is(err, fsutil.ErrTooLarge) {
+		return s, fmt.Errorf("stats: %w; starting over", err)
+	}
 	if err != nil {
 		return s, fmt.Errorf("stats: %w", err)
-	}
-	defer fh.Close()
-	data, err := io.ReadAll(io.LimitReader(fh, maxFileBytes+1))
-	if err != nil {
-		return s, fmt.Errorf("stats: %w", err)
-	}
-	if len(data) > maxFileBytes {
-		return s, fmt.Errorf("stats: %s is larger than %d bytes; starting over", path, maxFileBytes)
 	}
 	var f file
 	if err := json.Unmarshal(data, &f); err != nil {
@@ -165,9 +159,8 @@ func (s *Stats) Reset(now time.Time) {
 	s.dirty = true
 }
 
-// Save writes the file if anything changed since the last Save: to a temporary file in the
-// same directory, synced, then renamed over the old one, so a crash leaves the old or the new
-// statistics, never half of either.
+// Save writes the file if anything changed since the last Save, atomically, so a crash leaves
+// the old or the new statistics, never half of either.
 func (s *Stats) Save() error {
 	s.mu.Lock()
 	if !s.dirty {
@@ -180,37 +173,10 @@ func (s *Stats) Save() error {
 	if err != nil {
 		return fmt.Errorf("stats: %w", err)
 	}
-	if err := writeAtomic(s.path, data); err != nil {
+	if err := fsutil.WriteFileAtomic(s.path, data); err != nil {
 		s.mu.Lock()
 		s.dirty = true
 		s.mu.Unlock()
-		return err
-	}
-	return nil
-}
-
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("stats: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, ".stats-*.json")
-	if err != nil {
-		return fmt.Errorf("stats: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("stats: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("stats: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("stats: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("stats: %w", err)
 	}
 	return nil

@@ -1,6 +1,6 @@
 // Package fsutil reads files whole under a size bound, so that a huge or endless file (a
 // multi-gigabyte mistake, /dev/zero, a FIFO) fails at once with a clear error instead of
-// exhausting memory.
+// exhausting memory, and replaces small private files atomically.
 package fsutil
 
 import (
