@@ -5,9 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log"
 	"math"
 	"os"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/layaapp/laya/engine/backend"
 	"github.com/layaapp/laya/internal/buildinfo"
+	"github.com/layaapp/laya/internal/fsutil"
 )
 
 // preferredBackend is the backend Load tries first when Options.Backend is "", checked against
@@ -374,13 +373,8 @@ func loadVerdict(key string) (*SelfTest, bool) {
 	if err != nil {
 		return nil, false
 	}
-	f, err := os.Open(p)
+	b, err := fsutil.ReadFileLimit(p, maxVerdictBytes)
 	if err != nil {
-		return nil, false
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxVerdictBytes+1))
-	if err != nil || len(b) > maxVerdictBytes {
 		return nil, false
 	}
 	var sv storedVerdict
@@ -405,22 +399,5 @@ func storeVerdict(key string, v *SelfTest) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".verdict-*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(b)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
+	return fsutil.WriteFileAtomic(p, b)
 }
