@@ -300,6 +300,14 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, client string, req 
 	return f, http.StatusInternalServerError
 }
 
+// failure is the error message of a final frame that did not complete.
+func failure(f server.Frame) string {
+	if f.Canceled {
+		return "canceled"
+	}
+	return f.Error
+}
+
 // allow applies the endpoint's rate limit to a completion request.
 func (s *Server) allow(w http.ResponseWriter, r *http.Request) bool {
 	if !s.lim.Allow() {

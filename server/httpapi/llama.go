@@ -105,9 +105,7 @@ func (s *Server) infill(w http.ResponseWriter, r *http.Request) {
 	}
 	var onPiece func(string) error
 	if q.Stream {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.WriteHeader(http.StatusOK)
+		startEvents(w)
 		onPiece = func(t string) error { return event(w, infillResponse{Content: t}) }
 	}
 	slot := ""
@@ -116,10 +114,7 @@ func (s *Server) infill(w http.ResponseWriter, r *http.Request) {
 	}
 	f, code := s.run(w, r, session("llama", slot), req, onPiece)
 	if code != http.StatusOK {
-		msg := f.Error
-		if f.Canceled {
-			msg = "canceled"
-		}
+		msg := failure(f)
 		if q.Stream {
 			event(w, map[string]any{"error": map[string]any{"code": code, "message": msg, "type": "server_error"}})
 			return

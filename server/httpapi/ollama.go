@@ -113,10 +113,7 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	f, code := s.run(w, r, session("ollama", q.Model), req, onPiece)
 	if code != http.StatusOK {
-		msg := f.Error
-		if f.Canceled {
-			msg = "canceled"
-		}
+		msg := failure(f)
 		if stream {
 			line(map[string]string{"error": msg})
 			return
@@ -124,13 +121,9 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, code, msg)
 		return
 	}
-	reason := "stop"
-	if f.Stop == "max_tokens" || f.Stop == "context" {
-		reason = "length"
-	}
 	total := time.Since(start).Nanoseconds()
 	final := ollamaResponse{Model: model, CreatedAt: time.Now().UTC().Format(time.RFC3339Nano), Done: true,
-		DoneReason: reason, TotalDuration: total, PromptEvalCount: f.Prompt, EvalCount: f.Tokens}
+		DoneReason: finishReason(f.Stop), TotalDuration: total, PromptEvalCount: f.Prompt, EvalCount: f.Tokens}
 	if stream {
 		line(final)
 		return

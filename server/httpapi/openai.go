@@ -109,9 +109,7 @@ func (s *Server) openAICompletions(w http.ResponseWriter, r *http.Request) {
 		Created: now.Unix(), Model: s.opt.ModelName}
 	var onPiece func(string) error
 	if q.Stream {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.WriteHeader(http.StatusOK)
+		startEvents(w)
 		onPiece = func(t string) error {
 			chunk := resp
 			chunk.Choices = []oaChoice{{Text: t}}
@@ -120,10 +118,7 @@ func (s *Server) openAICompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	f, code := s.run(w, r, session("openai", sr.Client), req, onPiece)
 	if code != http.StatusOK {
-		msg := f.Error
-		if f.Canceled {
-			msg = "canceled"
-		}
+		msg := failure(f)
 		if q.Stream {
 			event(w, map[string]any{"error": map[string]any{"message": msg, "type": "server_error"}})
 			return
@@ -131,10 +126,7 @@ func (s *Server) openAICompletions(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, code, msg)
 		return
 	}
-	finish := "stop"
-	if f.Stop == "max_tokens" || f.Stop == "context" {
-		finish = "length"
-	}
+	finish := finishReason(f.Stop)
 	resp.Usage = &oaUsage{Prompt: f.Prompt, Completion: f.Tokens, Total: f.Prompt + f.Tokens}
 	if q.Stream {
 		resp.Choices = []oaChoice{{FinishReason: &finish}}
@@ -144,6 +136,22 @@ func (s *Server) openAICompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	resp.Choices = []oaChoice{{Text: f.Text, FinishReason: &finish}}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// finishReason is OpenAI's and Ollama's name for why a completion stopped: "length" at a
+// token limit, "stop" otherwise.
+func finishReason(stop string) string {
+	if stop == "max_tokens" || stop == "context" {
+		return "length"
+	}
+	return "stop"
+}
+
+// startEvents begins a streamed answer of server-sent events.
+func startEvents(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
 }
 
 // event writes v as one server-sent event.
