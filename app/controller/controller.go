@@ -231,21 +231,15 @@ func (c *Controller) handle(in input) {
 	defer c.publish()
 	if c.overflow.Swap(false) {
 		// Inputs were lost, so nothing on screen can be trusted to match the field.
-		c.reset()
-		c.stopTimer()
-		c.gen++
+		c.startOver()
 	}
 	switch in.kind {
 	case inHotkey:
-		c.reset()
-		c.stopTimer()
-		c.gen++
+		c.startOver()
 		gen, cfg := c.gen, c.cfg
 		c.worker.post(func() { c.capture(gen, cfg) })
 	case inDismiss:
-		c.reset()
-		c.stopTimer()
-		c.gen++
+		c.startOver()
 	case inKey:
 		c.key(in)
 	}
@@ -452,9 +446,17 @@ func (c *Controller) cancelRequest() {
 	c.req = nil
 }
 
+// reset hides the suggestion and cancels the request; mu held.
 func (c *Controller) reset() {
 	c.hide()
 	c.cancelRequest()
+}
+
+// startOver resets, stops the pause timer and makes work queued for the worker stale; mu held.
+func (c *Controller) startOver() {
+	c.reset()
+	c.stopTimer()
+	c.gen++
 }
 
 func (c *Controller) stopTimer() {
