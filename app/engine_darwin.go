@@ -16,6 +16,7 @@ import (
 	"github.com/layaapp/laya/config"
 	"github.com/layaapp/laya/engine"
 	_ "github.com/layaapp/laya/metal" // registers the "metal" backend
+	"github.com/layaapp/laya/models"
 	"github.com/layaapp/laya/server"
 )
 
@@ -117,6 +118,11 @@ func (h *engineHost) Load(path string) (engine.Info, error) {
 	var err error
 	h.do(context.Background(), func() {
 		var m *engine.Model
+		if path == "" {
+			if path, err = models.Default(); err != nil {
+				return
+			}
+		}
 		m, err = engine.Load(path, engine.Options{})
 		if err != nil {
 			return

@@ -24,7 +24,6 @@ import (
 	"github.com/layaapp/laya/app/prefs"
 	"github.com/layaapp/laya/app/stats"
 	"github.com/layaapp/laya/config"
-	"github.com/layaapp/laya/engine"
 	"github.com/layaapp/laya/hotkey"
 	"github.com/layaapp/laya/models"
 	"github.com/layaapp/laya/models/download"
@@ -162,7 +161,7 @@ func (a *app) refreshMenu() {
 // download and when the directory changes.
 func (a *app) rescan() {
 	var found []menu.Installed
-	if _, err := engine.DefaultModelPath(); err == nil {
+	if _, err := models.Default(); err == nil {
 		found = append(found, menu.Installed{Name: "laya-code (built in)", Path: ""})
 	}
 	if dir, err := a.config().ModelsDir(); err != nil {

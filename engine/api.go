@@ -114,8 +114,8 @@ type Result struct {
 	Detokenize time.Duration
 }
 
-// Load opens the model at path (a model directory or a .gguf file; "" = DefaultModelPath()) and
-// prepares it on the chosen backend.
+// Load opens the model at path (a model directory or a .gguf file) and prepares it on the chosen
+// backend. Callers choose the model to run when the user names none (models.Default).
 func Load(path string, opt Options) (*Model, error) { return load(path, opt) }
 
 // Info describes the model.

@@ -555,30 +555,6 @@ func TestDecodeAllocs(t *testing.T) {
 	}
 }
 
-func TestDefaultModelPath(t *testing.T) {
-	t.Setenv("LAYA_MODEL", "/some/model.gguf")
-	if p, err := DefaultModelPath(); err != nil || p != "/some/model.gguf" {
-		t.Errorf("with LAYA_MODEL: %q, %v", p, err)
-	}
-	t.Setenv("LAYA_MODEL", "")
-	root := t.TempDir()
-	dir := filepath.Join(root, "assets", "models", "laya-code")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte("{}"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sub := filepath.Join(root, "a", "b")
-	if err := os.MkdirAll(sub, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(sub)
-	if p, err := DefaultModelPath(); err != nil || p != dir {
-		t.Errorf("from %s: %q, %v, want %q", sub, p, err, dir)
-	}
-}
-
 // writeModelDir saves a model as a HuggingFace directory: config.json, model.safetensors and
 // tokenizer.json.
 func writeModelDir(t *testing.T, cfg weights.Config, ts map[string]*tensor.Tensor) string {

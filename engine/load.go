@@ -95,11 +95,7 @@ func load(path string, opt Options) (*Model, error) {
 		return nil, fmt.Errorf("engine: bad options: threads %d, context %d", opt.Threads, opt.Context)
 	}
 	if path == "" {
-		p, err := DefaultModelPath()
-		if err != nil {
-			return nil, err
-		}
-		path = p
+		return nil, errors.New("engine: no model path given")
 	}
 	w, err := weights.Open(path)
 	if err != nil {

@@ -23,7 +23,7 @@ func RepoInstallPath(dir, repo string, files []string) string {
 
 // Locations are the directories discovery looks in. Empty fields are skipped.
 type Locations struct {
-	Bundled  string   // the model that ships with laya (engine.BundledModelPath), "" if none
+	Bundled  string   // the model that ships with laya (Bundled), "" if none
 	Laya     string   // Laya's models directory (config.toml's model_dir or its default)
 	HFHub    string   // HuggingFace hub cache, holding models--org--name directories
 	LMStudio []string // LM Studio model folders, holding publisher/repo directories

@@ -51,7 +51,11 @@ func perToken(c metal.PlanCounts, tokens int) planPerToken {
 // Metal backend on a counting device and reports what the GPU would be asked to do per token.
 func runBenchPlan(ef *engineFlags, promptTokens int, asJSON bool, w io.Writer) error {
 	counter := metal.NewCounter()
-	m, err := engine.Load(ef.model, engine.Options{Backend: "metal", Threads: 1, Context: promptTokens + 2,
+	path, err := ef.modelPath()
+	if err != nil {
+		return err
+	}
+	m, err := engine.Load(path, engine.Options{Backend: "metal", Threads: 1, Context: promptTokens + 2,
 		Open: func(engine.Options) (backend.Backend, error) { return metal.New(counter) }})
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/layaapp/laya/complete"
 	"github.com/layaapp/laya/config"
 	"github.com/layaapp/laya/engine"
+	"github.com/layaapp/laya/models"
 	"github.com/layaapp/laya/server"
 )
 
@@ -126,6 +127,12 @@ func readPrefix(ctx context.Context, stdin io.Reader) (string, error) {
 
 // completeLocal answers req with a model loaded for this one request.
 func completeLocal(ctx context.Context, model string, req server.Request) (server.Frame, error) {
+	if model == "" {
+		var err error
+		if model, err = models.Default(); err != nil {
+			return server.Frame{}, err
+		}
+	}
 	m, err := engine.Load(model, engine.Options{})
 	if err != nil {
 		return server.Frame{}, err

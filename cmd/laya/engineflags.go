@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/layaapp/laya/engine"
+	"github.com/layaapp/laya/models"
 )
 
 // engineFlags are the flags of every subcommand that runs a model in this process.
@@ -59,5 +60,17 @@ func (f *engineFlags) load(context int) (*engine.Model, error) {
 	if f.threads > 0 {
 		runtime.GOMAXPROCS(f.threads)
 	}
-	return engine.Load(f.model, engine.Options{Backend: f.backend, Threads: f.threads, Context: context})
+	path, err := f.modelPath()
+	if err != nil {
+		return nil, err
+	}
+	return engine.Load(path, engine.Options{Backend: f.backend, Threads: f.threads, Context: context})
+}
+
+// modelPath is --model, else $LAYA_MODEL or the bundled model.
+func (f *engineFlags) modelPath() (string, error) {
+	if f.model != "" {
+		return f.model, nil
+	}
+	return models.Default()
 }

@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/layaapp/laya/config"
-	"github.com/layaapp/laya/engine"
 	"github.com/layaapp/laya/models"
 	"github.com/layaapp/laya/models/download"
 )
@@ -37,7 +36,7 @@ func runModels(args []string) error {
 		return err
 	}
 	// Every command runs the bundled model when given none, so it is listed wherever it is.
-	loc.Bundled, _ = engine.BundledModelPath()
+	loc.Bundled, _ = models.Bundled()
 	found := models.Discover(loc, models.OpenProbe)
 	if *catalog {
 		return printCatalog(found, *asJSON)

@@ -272,7 +272,7 @@ func modelReport(ctx context.Context, opt Options, cfg config.Config) ModelRepor
 		r.Path, r.Source = cfg.Model, "config"
 	default:
 		r.Source = "default"
-		p, err := engine.DefaultModelPath()
+		p, err := models.Default()
 		if err != nil {
 			r.Error = err.Error()
 			return r

@@ -1,4 +1,4 @@
-package engine
+package models
 
 import (
 	"fmt"
@@ -10,19 +10,19 @@ import (
 // bundled is where the repository keeps the default model, relative to its root.
 var bundled = filepath.Join("assets", "models", "laya-code")
 
-// DefaultModelPath returns $LAYA_MODEL when set, else BundledModelPath's.
-func DefaultModelPath() (string, error) {
+// Default returns the model to run when none is named: $LAYA_MODEL when set, else Bundled's.
+func Default() (string, error) {
 	if p := os.Getenv("LAYA_MODEL"); p != "" {
 		return p, nil
 	}
-	return BundledModelPath()
+	return Bundled()
 }
 
-// BundledModelPath finds the bundled model: assets/models/laya-code in the working directory or
+// Bundled finds the bundled model: assets/models/laya-code in the working directory or
 // one of its parents (a checkout), share/laya/models/laya-code beside the executable's bin
 // directory (make install), an app bundle's Contents/Resources/models/laya-code next to
 // Contents/MacOS, or assets/models/laya-code in the executable's directory or its parents.
-func BundledModelPath() (string, error) {
+func Bundled() (string, error) {
 	var tried []string // where the search started, for the error
 	look := func(dir string) (string, bool) {
 		// config.json marks a model directory, so a stray empty folder is not taken for one.
@@ -66,5 +66,5 @@ func BundledModelPath() (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("engine: no model given and no default model found: set LAYA_MODEL or pass a path (looked for %s in %s)", bundled, strings.Join(tried, "; "))
+	return "", fmt.Errorf("models: no model given and no bundled model found: set LAYA_MODEL or pass a path (looked for %s in %s)", bundled, strings.Join(tried, "; "))
 }
