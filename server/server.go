@@ -66,26 +66,23 @@ var ErrClosed = errors.New("server: closed")
 
 // New returns a server for c.
 func New(c Completer, opt Options) *Server {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&opt.MaxRequestBytes, 1<<20)
-	def(&opt.MaxInFlight, 8)
-	def(&opt.MaxConns, 256)
-	defd := func(v *time.Duration, d time.Duration) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	defd(&opt.ReadTimeout, 5*time.Second)
-	defd(&opt.IdleTimeout, 60*time.Second)
-	defd(&opt.WriteTimeout, 5*time.Second)
+	orDefault(&opt.MaxRequestBytes, 1<<20)
+	orDefault(&opt.MaxInFlight, 8)
+	orDefault(&opt.MaxConns, 256)
+	orDefault(&opt.ReadTimeout, 5*time.Second)
+	orDefault(&opt.IdleTimeout, 60*time.Second)
+	orDefault(&opt.WriteTimeout, 5*time.Second)
 	if opt.Logf == nil {
 		opt.Logf = func(string, ...any) {}
 	}
 	return &Server{c: c, opt: opt, listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}}
+}
+
+// orDefault sets an option left at zero (or below) to its default d.
+func orDefault[T int | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
 }
 
 // Listen creates the Unix socket at path for Serve: its directory is made private (0700) if
