@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -105,21 +106,13 @@ func Open(path string, now time.Time) (*Stats, error) {
 	if len(f.Apps) > maxApps+1 {
 		return s, fmt.Errorf("stats: %s lists %d apps; starting over", path, len(f.Apps))
 	}
-	for _, c := range append([]*Counts{&f.Total}, values(f.Apps)...) {
+	for _, c := range slices.AppendSeq([]*Counts{&f.Total}, maps.Values(f.Apps)) {
 		if c == nil || c.Shown < 0 || c.AcceptedAll < 0 || c.AcceptedWord < 0 || c.CharsSaved < 0 || len(c.LatencyMS) > maxSamples {
 			return s, fmt.Errorf("stats: %s has impossible counts; starting over", path)
 		}
 	}
 	s.f = f
 	return s, nil
-}
-
-func values(m map[string]*Counts) []*Counts {
-	out := make([]*Counts, 0, len(m))
-	for _, c := range m {
-		out = append(out, c)
-	}
-	return out
 }
 
 // Record counts a controller event.
