@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/layaapp/laya/app/completion"
 	"github.com/layaapp/laya/app/controller"
 	"github.com/layaapp/laya/app/pin"
 	"github.com/layaapp/laya/complete"
@@ -19,10 +20,6 @@ import (
 	"github.com/layaapp/laya/models"
 	"github.com/layaapp/laya/server"
 )
-
-// appClient is the completion client id of the app's own requests, so they get their own
-// session (and KV cache) apart from CLI and editor clients.
-const appClient = "laya-app"
 
 var errNotLoaded = errors.New("the model is still loading")
 
@@ -177,10 +174,12 @@ func (h *engineHost) Complete(ctx context.Context, r controller.Request, onText 
 		return "", err
 	}
 	defer h.idle.Used()
+	req, err := completion.Request(r)
+	if err != nil {
+		return "", err
+	}
 	var s complete.Suggestion
-	req := complete.Request{Prefix: r.Prefix, Suffix: r.Suffix, App: r.App, MaxTokens: r.MaxTokens,
-		Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP}
-	if derr := h.do(ctx, func() { s, err = c.Complete(ctx, appClient, req, onText) }); derr != nil {
+	if derr := h.do(ctx, func() { s, err = c.Complete(ctx, completion.Client, req, onText) }); derr != nil {
 		return "", derr
 	}
 	return s.Text, err

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 
+	"github.com/layaapp/laya/app/completion"
 	"github.com/layaapp/laya/app/controller"
 	"github.com/layaapp/laya/complete"
 	"github.com/layaapp/laya/config"
@@ -120,8 +121,11 @@ func readBounded(path string, limit int64) (string, error) {
 type completerEngine struct{ c *complete.Completer }
 
 func (e completerEngine) Complete(ctx context.Context, r controller.Request, onText func(string)) (string, error) {
-	s, err := e.c.Complete(ctx, "laya-app", complete.Request{Prefix: r.Prefix, Suffix: r.Suffix, App: r.App,
-		MaxTokens: r.MaxTokens, Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP}, onText)
+	req, err := completion.Request(r)
+	if err != nil {
+		return "", err
+	}
+	s, err := e.c.Complete(ctx, completion.Client, req, onText)
 	return s.Text, err
 }
 
