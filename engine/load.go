@@ -25,6 +25,9 @@ var (
 	backendsMu sync.Mutex
 	backends   = map[string]func(Options) (backend.Backend, error){
 		"cpu": func(o Options) (backend.Backend, error) { return cpu.New(o.Threads) },
+		// The CPU backend with plain int8 activations (llama.cpp's precision), for comparing
+		// precision modes; never chosen by default.
+		"cpu-int8": func(o Options) (backend.Backend, error) { return cpu.NewInt8(o.Threads) },
 	}
 )
 

@@ -14,7 +14,6 @@ import (
 	"syscall"
 
 	"github.com/layaapp/laya/engine"
-	"github.com/layaapp/laya/engine/backend"
 	"github.com/layaapp/laya/engine/cpu"
 )
 
@@ -22,8 +21,6 @@ func init() {
 	register("bench", "measure prefill and decode speed, memory and bandwidth on a model", func(args []string) error {
 		return runBench(args, os.Stdout)
 	})
-	// The plain-int8 variant of the CPU backend, for comparing precision modes.
-	engine.RegisterBackend("cpu-int8", func(o engine.Options) (backend.Backend, error) { return cpu.NewInt8(o.Threads) })
 }
 
 // benchResult is what `laya bench --json` prints; build/bench/run.sh reads it.
