@@ -68,14 +68,9 @@ type File struct {
 
 // Open maps and parses the file at path.
 func Open(path string) (*File, error) {
-	mm, err := mmap.Open(path)
+	f, mm, err := mmap.Parse(path, Parse)
 	if err != nil {
-		return nil, fmt.Errorf("safetensors: %w", err)
-	}
-	f, err := Parse(mm.Data)
-	if err != nil {
-		mm.Close()
-		return nil, fmt.Errorf("%w (file %s)", err, path)
+		return nil, err
 	}
 	f.Path, f.mm = path, mm
 	return f, nil
@@ -83,9 +78,6 @@ func Open(path string) (*File, error) {
 
 // Close unmaps a file returned by Open; its tensors' Data must not be used afterwards.
 func (f *File) Close() error {
-	if f.mm == nil {
-		return nil
-	}
 	err := f.mm.Close()
 	f.mm = nil
 	return err

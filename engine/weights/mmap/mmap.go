@@ -43,9 +43,27 @@ func Open(path string) (*File, error) {
 	return &File{Path: path, Data: data, unmap: unmap}, nil
 }
 
-// Close releases the mapping; Data must not be used afterwards. Closing twice is harmless.
+// Parse maps the file at path and parses its bytes with parse: the result, and the mapping the
+// result points into, which the caller closes when done with both. When parse fails the mapping
+// is released and the error names the file.
+func Parse[T any](path string, parse func([]byte) (T, error)) (T, *File, error) {
+	var zero T
+	mm, err := Open(path)
+	if err != nil {
+		return zero, nil, err
+	}
+	v, err := parse(mm.Data)
+	if err != nil {
+		mm.Close()
+		return zero, nil, fmt.Errorf("%w (file %s)", err, path)
+	}
+	return v, mm, nil
+}
+
+// Close releases the mapping; Data must not be used afterwards. Closing twice, or a nil File,
+// is harmless.
 func (f *File) Close() error {
-	if f.unmap == nil {
+	if f == nil || f.unmap == nil {
 		return nil
 	}
 	err := f.unmap()

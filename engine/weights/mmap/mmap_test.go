@@ -2,8 +2,10 @@ package mmap
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -51,5 +53,26 @@ func TestOpenEmptyAndErrors(t *testing.T) {
 	}
 	if _, err := Open(dir); err == nil {
 		t.Error("directory: no error")
+	}
+}
+
+func TestParse(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, []byte("abc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n, mm, err := Parse(path, func(b []byte) (int, error) { return len(b), nil })
+	if err != nil || n != 3 || string(mm.Data) != "abc" {
+		t.Fatalf("Parse: %d, %v", n, err)
+	}
+	if err := mm.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, mm, err = Parse(path, func([]byte) (int, error) { return 0, errors.New("bad magic") })
+	if err == nil || mm != nil || !strings.Contains(err.Error(), "bad magic") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("failed parse: %v, %v", mm, err)
+	}
+	if err := (*File)(nil).Close(); err != nil {
+		t.Fatalf("nil Close: %v", err)
 	}
 }
