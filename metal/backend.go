@@ -49,6 +49,8 @@ type Backend struct {
 	// dispatch can still use them.
 	droppedMu sync.Mutex
 	dropped   []Buf
+	// kvF32 makes KV caches hold float32 values instead of half ones.
+	kvF32 bool
 }
 
 // mvRecord is a recorded single-row mat-vec; index -1 when there is none.
@@ -90,6 +92,8 @@ type kvCache struct {
 	id    uint64
 	shape backend.AttnShape
 	k, v  Buf
+	// elem is the bytes of one cached value: 2 (half) or 4 (float32).
+	elem int
 	backend.LayerLens
 }
 
@@ -97,16 +101,21 @@ func (c *kvCache) Shape() backend.AttnShape { return c.shape }
 
 const initialUpload = 64 << 10
 
-// kvElemBytes is the size of a cached key or value: the cache is float32.
-const kvElemBytes = 4
+// Option configures a Backend.
+type Option func(*Backend)
 
-// New returns a backend running on dev; it owns dev and closes it in Close.
-func New(dev Device) (*Backend, error) {
+// Float32KV makes the backend's KV caches hold float32 keys and values instead of half ones,
+// for tests that compare attention with a float32 reference closely.
+func Float32KV() Option { return func(b *Backend) { b.kvF32 = true } }
+
+// New returns a backend running on dev; it owns dev and closes it in Close. Its KV caches hold
+// half values unless Float32KV is given.
+func New(dev Device, opts ...Option) (*Backend, error) {
 	up, err := dev.NewBuffer(initialUpload)
 	if err != nil {
 		return nil, fmt.Errorf("metal: %s: upload buffer: %w", dev.Name(), err)
 	}
-	return &Backend{
+	b := &Backend{
 		dev:        dev,
 		weights:    map[*tensor.Tensor]*weight{},
 		ropes:      map[*backend.Rope]Arg{},
@@ -115,7 +124,19 @@ func New(dev Device) (*Backend, error) {
 		lastRope:   ropeRecord{index: -1},
 		stepPos:    -1,
 		recent:     [2]mvRecord{{index: -1}, {index: -1}},
-	}, nil
+	}
+	for _, o := range opts {
+		o(b)
+	}
+	return b, nil
+}
+
+// KVBytesPerElement is the size of one key or value in the caches NewKVCache makes.
+func (b *Backend) KVBytesPerElement() int {
+	if b.kvF32 {
+		return 4
+	}
+	return 2
 }
 
 // Name is "metal" on every device: the kernels are the same.
@@ -287,18 +308,18 @@ func (b *Backend) buf(op string, x backend.Buffer, n int) (Arg, bool) {
 	return bb.arg(), true
 }
 
-// NewKVCache allocates float32 keys and values for every layer; its memory is returned to the
+// NewKVCache allocates keys and values (half, or float32 with Float32KV) for every layer; its memory is returned to the
 // device after the cache becomes unreachable.
 func (b *Backend) NewKVCache(s backend.AttnShape) backend.KVCache {
 	b.caches++
-	c := &kvCache{id: b.caches, shape: s}
+	c := &kvCache{id: b.caches, shape: s, elem: b.KVBytesPerElement()}
 	if s.Layers <= 0 || s.Heads <= 0 || s.KVHeads <= 0 || s.HeadDim <= 0 || s.Context <= 0 ||
 		s.Heads%s.KVHeads != 0 || s.HeadDim%2 != 0 || s.HeadDim > mslAttMaxHeadDim {
 		b.fail(fmt.Errorf("metal: kv cache shape %+v (head dim must be even and at most %d)", s, mslAttMaxHeadDim))
 		c.shape = backend.AttnShape{}
 		return c
 	}
-	size := s.Layers * s.Context * s.KVHeads * s.HeadDim * kvElemBytes
+	size := s.Layers * s.Context * s.KVHeads * s.HeadDim * c.elem
 	var err error
 	if c.k, err = b.dev.NewBuffer(size); err == nil {
 		if c.v, err = b.dev.NewBuffer(size); err != nil {
@@ -545,10 +566,10 @@ func (b *Backend) Attention(out, q, k, v backend.Buffer, cache backend.KVCache, 
 		return
 	}
 	c.LayerLens[layer] = pos + rows
-	layerOff := uint64(layer) * uint64(s.Context) * uint64(kvw) * kvElemBytes
+	layerOff := uint64(layer) * uint64(s.Context) * uint64(kvw) * uint64(c.elem)
 	b.emit(call{op: callOp{kind: callAttention, args: [6]Arg{oa, qa, ka, va, {c.k, layerOff}, {c.v, layerOff}},
 		rows: rows, heads: s.Heads, kvHeads: s.KVHeads, headDim: s.HeadDim, window: window, scale: s.AttnScale(),
-		cache: c.id}, pos: pos})
+		cache: c.id, kvHalf: c.elem == 2}, pos: pos})
 }
 
 func (b *Backend) recordAttention(c *call, write bool) {
@@ -560,7 +581,11 @@ func (b *Backend) recordAttention(c *call, write bool) {
 	o := &c.op
 	oa, qa, ka, va, kc, vc := o.args[0], o.args[1], o.args[2], o.args[3], o.args[4], o.args[5]
 	// Without a rotation, kv_store's pairs cover the head with no rotation pair.
-	kp := mslKVStoreParams{rope: mslRopeParams{rows: uint32(o.rows), heads: uint32(o.kvHeads), headDim: uint32(o.headDim)}}
+	kvHalf := uint32(0)
+	if o.kvHalf {
+		kvHalf = 1
+	}
+	kp := mslKVStoreParams{rope: mslRopeParams{rows: uint32(o.rows), heads: uint32(o.kvHeads), headDim: uint32(o.headDim)}, kvHalf: kvHalf}
 	inv := ka
 	// The model rotated k just before: do that rotation while writing the cache.
 	if fused.index == len(b.pl.ds)-1 && fused.op.args[0] == ka && fused.op.rows == o.rows && fused.pos == c.pos &&
@@ -570,7 +595,7 @@ func (b *Backend) recordAttention(c *call, write bool) {
 	}
 	b.pl.encKvStore(groups1(o.rows*o.kvHeads*o.headDim/2, 256), [3]uint32{256, 1, 1}, ka, va, inv, kc, vc, c.slot, &kp)
 	ap := mslAttnParams{rows: uint32(o.rows), heads: uint32(o.heads), kvHeads: uint32(o.kvHeads), headDim: uint32(o.headDim),
-		scale: o.scale, window: uint32(o.window)}
+		scale: o.scale, window: uint32(o.window), kvHalf: kvHalf}
 	if o.rows == 1 {
 		b.pl.encAttention([3]uint32{uint32(o.heads), 1, 1}, [3]uint32{mslAttSimdgroups * mslSimd, 1, 1}, qa, kc, vc, oa, c.slot, &ap)
 		return

@@ -90,7 +90,7 @@ const (
 // kernelNames are the kernel function names, by kernel id.
 var kernelNames = [...]string{"attention", "attention_block", "silu_mul", "gelu_mul", "scale_inplace", "add_inplace", "embed", "matmul", "matvec_f32", "matvec_f16", "matvec_bf16", "matvec_affine4", "matvec_affine8", "matvec_q8_0", "matvec_q4_0", "matvec_q5_0", "matvec_q4_k", "matvec_q5_k", "matvec_q6_k", "matvec_silu_f32", "matvec_silu_f16", "matvec_silu_bf16", "matvec_silu_affine4", "matvec_silu_affine8", "matvec_silu_q8_0", "matvec_silu_q4_0", "matvec_silu_q5_0", "matvec_silu_q4_k", "matvec_silu_q5_k", "matvec_silu_q6_k", "rmsnorm", "causal_conv", "gated_delta", "gated_rmsnorm", "split_heads", "sigmoid_mul", "copy_buf", "rope", "kv_store", "argmax", "topk"}
 
-// mslAttnParams mirrors the kernels' struct AttnParams (6 words).
+// mslAttnParams mirrors the kernels' struct AttnParams (7 words).
 type mslAttnParams struct {
 	rows    uint32
 	heads   uint32
@@ -98,6 +98,7 @@ type mslAttnParams struct {
 	headDim uint32
 	scale   float32
 	window  uint32
+	kvHalf  uint32
 }
 
 func (s *mslAttnParams) encode(w []uint32) int {
@@ -113,6 +114,8 @@ func (s *mslAttnParams) encode(w []uint32) int {
 	w[n] = math.Float32bits(s.scale)
 	n++
 	w[n] = s.window
+	n++
+	w[n] = s.kvHalf
 	n++
 	return n
 }
@@ -227,16 +230,19 @@ func (s *mslGatedNormParams) encode(w []uint32) int {
 	return n
 }
 
-// mslKVStoreParams mirrors the kernels' struct KVStoreParams (6 words).
+// mslKVStoreParams mirrors the kernels' struct KVStoreParams (7 words).
 type mslKVStoreParams struct {
 	rope   mslRopeParams
 	rotate uint32
+	kvHalf uint32
 }
 
 func (s *mslKVStoreParams) encode(w []uint32) int {
 	n := 0
 	n += s.rope.encode(w[n:])
 	w[n] = s.rotate
+	n++
+	w[n] = s.kvHalf
 	n++
 	return n
 }

@@ -33,9 +33,6 @@ func (c PlanCounts) Sub(o PlanCounts) PlanCounts {
 	}
 }
 
-// KVBytesPerElement is the size of one cached key or value element.
-const KVBytesPerElement = kvElemBytes
-
 // Counter is a Device that runs nothing: it counts the plans it is given (PlanCounts), so a
 // model's step can be measured on any machine through the same recorder as on the GPU. Reads
 // return zeros.
@@ -122,6 +119,13 @@ func (c *Counter) word(a Arg) uint32 {
 // structs are plain 4-byte words in the order encode writes them.
 func params[P any](d *Dispatch) *P { return (*P)(unsafe.Pointer(&d.Params[0])) }
 
+func kvBytes(kvHalf uint32) int64 {
+	if kvHalf != 0 {
+		return 2
+	}
+	return 4
+}
+
 func dtBytes(dt uint32) int64 {
 	if dt == mslDtF32 {
 		return 4
@@ -183,7 +187,7 @@ func (c *Counter) count(d *Dispatch) {
 		p := params[mslKVStoreParams](d)
 		n := int64(p.rope.rows) * int64(p.rope.heads) * int64(p.rope.headDim)
 		k.ActivationBytes += 2 * f * n
-		k.KVBytes += 2 * kvElemBytes * n
+		k.KVBytes += 2 * kvBytes(p.kvHalf) * n
 	case kAttention, kAttentionBlock:
 		p := params[mslAttnParams](d)
 		// Query row r attends positions (last-window, last] with last = step[0]+r; together the
@@ -193,7 +197,7 @@ func (c *Counter) count(d *Dispatch) {
 		if p.window > 0 {
 			first = max(0, int64(c.word(d.Args[4]))-int64(p.window)+1)
 		}
-		k.KVBytes += 2 * kvElemBytes * (last - first + 1) * int64(p.kvHeads) * int64(p.headDim)
+		k.KVBytes += 2 * kvBytes(p.kvHalf) * (last - first + 1) * int64(p.kvHeads) * int64(p.headDim)
 		k.ActivationBytes += 2 * f * int64(p.rows) * int64(p.heads) * int64(p.headDim)
 	case kSiluMul, kGeluMul, kAddInplace:
 		k.ActivationBytes += 3 * f * int64(params[mslEltParams](d).n)

@@ -22,8 +22,8 @@ func TestCounterStep(t *testing.T) {
 		dim, ffn, qd, kvd, vocab := sh.dim, sh.ffn, sh.heads*sh.headDim, sh.kvHeads*sh.headDim, sh.vocab
 		layer := aff(qd, dim) + 2*aff(kvd, dim) + aff(dim, qd) + 2*aff(ffn, dim) + aff(dim, ffn) + 2*4*int64(dim)
 		wantW := 2*layer + aff(1, dim) + 4*int64(dim) + aff(vocab, dim)
-		// Keys and values of positions 0..pos read, those of pos written, both float32.
-		wantKV := 2 * int64(2*4*kvd*(pos+1)+2*4*kvd)
+		// Keys and values of positions 0..pos read, those of pos written, both half.
+		wantKV := 2 * int64(2*2*kvd*(pos+1)+2*2*kvd)
 		want := PlanCounts{Dispatches: 11*2 + 3, Barriers: 11*2 + 2, Commits: 1, HostWaits: 1, WeightBytes: wantW, KVBytes: wantKV}
 		got.ActivationBytes = 0
 		if got != want {

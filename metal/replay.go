@@ -49,6 +49,7 @@ type callOp struct {
 	pairs, window           int
 	eps, offset, scale      float32
 	cache                   uint64 // kvCache.id
+	kvHalf                  bool   // the cache holds half values
 	// rel is the call's position minus the step's first position, so a replayed step keeps the
 	// equal positions that folding Rope into Attention relies on.
 	rel int

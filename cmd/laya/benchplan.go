@@ -51,12 +51,17 @@ func perToken(c metal.PlanCounts, tokens int) planPerToken {
 // Metal backend on a counting device and reports what the GPU would be asked to do per token.
 func runBenchPlan(ef *engineFlags, promptTokens int, asJSON bool, w io.Writer) error {
 	counter := metal.NewCounter()
+	var be *metal.Backend
 	path, err := ef.modelPath()
 	if err != nil {
 		return err
 	}
 	m, err := engine.Load(path, engine.Options{Backend: "metal", Threads: 1, Context: promptTokens + 2,
-		Open: func(engine.Options) (backend.Backend, error) { return metal.New(counter) }})
+		Open: func(engine.Options) (backend.Backend, error) {
+			var err error
+			be, err = metal.New(counter)
+			return be, err
+		}})
 	if err != nil {
 		return err
 	}
@@ -82,7 +87,7 @@ func runBenchPlan(ef *engineFlags, promptTokens int, asJSON bool, w io.Writer) e
 		return fmt.Errorf("bench --plan: %d tokens generated, want 2", len(marks))
 	}
 	res := planResult{Model: info.Path, Format: info.Format, PromptTokens: promptTokens, DecodePosition: promptTokens,
-		KVBytesPerElement: metal.KVBytesPerElement,
+		KVBytesPerElement: be.KVBytesPerElement(),
 		planPerToken:      perToken(marks[1].Sub(marks[0]), 1), Prefill: perToken(marks[0].Sub(start), promptTokens)}
 	if asJSON {
 		enc := json.NewEncoder(w)

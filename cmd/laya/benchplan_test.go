@@ -147,7 +147,7 @@ func TestBenchPlanTinyLlama(t *testing.T) {
 	const (
 		maxDispatches = 11*tlLayers + 3
 		maxHostWaits  = 1
-		kvElement     = 4
+		kvElement     = 2
 	)
 	if r.Dispatches > maxDispatches || r.HostWaits > maxHostWaits || r.Commits > 1 || r.KVBytesPerElement != kvElement {
 		t.Errorf("decode: %v dispatches (at most %d), %v host waits (at most %d), %v commits, KV %d bytes per element (want %d)",

@@ -17,7 +17,8 @@ const fixtureSteps = 6
 
 // TestFixtures checks the emulated Metal backend against the PyTorch (float64) references of the
 // parity fixtures, every format against its own case: identical greedy ids, logprobs within
-// fastMathTol (fastMathTol4Bit for 4-bit formats).
+// halfKVTol with the default half KV cache; the llama fixture's formats also with a float32
+// cache, within fastMathTol (fastMathTol4Bit for 4-bit formats).
 // It runs the first case of each model and format (the emulated prefill mat-mat is slow; the
 // other prompts exercise the same kernels at other lengths).
 func TestFixtures(t *testing.T) {
@@ -28,23 +29,26 @@ func TestFixtures(t *testing.T) {
 				continue
 			}
 			seen[c.Format] = true
-			t.Run(ref.Model+"/"+c.Format, func(t *testing.T) {
-				checkCase(t, filepath.Join(ref.Dir, c.Path), c)
-			})
+			path := filepath.Join(ref.Dir, c.Path)
+			t.Run(ref.Model+"/"+c.Format, func(t *testing.T) { checkCase(t, path, c, "metal-emu", halfKVTol) })
+			if ref.Model != "llama" {
+				continue
+			}
+			tol := fastMathTol
+			if strings.HasPrefix(c.Format, "q4") || c.Format == "mlx4" {
+				tol = fastMathTol4Bit
+			}
+			t.Run(ref.Model+"/"+c.Format+"/f32-kv", func(t *testing.T) { checkCase(t, path, c, "metal-emu-f32", tol) })
 		}
 	}
 }
 
-func checkCase(t *testing.T, path string, c fixtures.Case) {
+func checkCase(t *testing.T, path string, c fixtures.Case, be string, tol float64) {
 	n := min(fixtureSteps, len(c.Greedy), len(c.Top))
 	if n == 0 || len(c.PromptIDs) == 0 {
 		t.Fatalf("case has %d prompt ids, %d greedy ids, %d top lists", len(c.PromptIDs), len(c.Greedy), len(c.Top))
 	}
-	tol := fastMathTol
-	if strings.HasPrefix(c.Format, "q4") || c.Format == "mlx4" {
-		tol = fastMathTol4Bit
-	}
-	m, err := engine.Load(path, engine.Options{Backend: "metal-emu", Threads: 1, Context: 128})
+	m, err := engine.Load(path, engine.Options{Backend: be, Threads: 1, Context: 128})
 	if err != nil {
 		t.Fatal(err)
 	}

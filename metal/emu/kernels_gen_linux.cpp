@@ -133,6 +133,9 @@ inline float dequant(Weight wt, device const uchar* w, device const uchar* scale
 // accumulates dims l, l+32, ... of the weighted values, taking each position's weight by
 // broadcast. Per 32 positions that is one simd_max, one simd_sum and 32 broadcasts instead of
 // 32 simd_sums. The simdgroups' partial results merge through threadgroup memory at the end.
+//
+// The caches hold half values by default (p.kvHalf; half the bytes decode attention streams
+// every token) or float ones; arithmetic is float32 either way.
 
 #define ATT_SIMDGROUPS 8
 #define ATT_MAX_HEAD_DIM 256
@@ -145,7 +148,14 @@ struct AttnParams {
   uint headDim;
   float scale;
   uint window;    // > 0: row r sees only positions pos+r-window+1 .. pos+r
+  uint kvHalf;    // 1: the caches hold half values, else float
 };
+
+// kv_load reads element i of a cache of half (kvHalf) or float values. The branch is uniform
+// over the whole dispatch.
+inline float kv_load(device const float* c, uint i, bool kvHalf) {
+  return kvHalf ? float(((device const half*)c)[i]) : c[i];
+}
 
 // att_first is the first position a query at position last sees.
 inline uint att_first(uint last, uint window) {
@@ -164,6 +174,7 @@ kernel void attention(device const float* q [[buffer(0)]], device const float* k
   threadgroup float tacc[ATT_SIMDGROUPS * ATT_MAX_HEAD_DIM];
   const uint h = tg.x, hd = p.headDim;
   const uint kvh = h / (p.heads / p.kvHeads), kvStride = p.kvHeads * hd;
+  const bool kvHalf = p.kvHalf != 0;
   device const float* qr = q + h * hd;
   for (uint d = tid; d < hd; d += ATT_SIMDGROUPS * SIMD) qs[d] = qr[d] * p.scale;
   threadgroup_barrier(mem_flags::mem_threadgroup);
@@ -175,9 +186,9 @@ kernel void attention(device const float* q [[buffer(0)]], device const float* k
   for (uint t0 = att_first(last, p.window) + sg * SIMD; t0 <= last; t0 += ATT_SIMDGROUPS * SIMD) {
     const uint n = min(uint(SIMD), last - t0 + 1);  // positions of this chunk, uniform
     const uint t = t0 + min(lane, n - 1);
-    device const float* kp = kcache + t * kvStride + kvh * hd;
+    const uint kp = t * kvStride + kvh * hd;
     float s = 0.0f;
-    for (uint d = 0; d < hd; d++) s += qs[d] * kp[d];
+    for (uint d = 0; d < hd; d++) s += qs[d] * kv_load(kcache, kp + d, kvHalf);
     s = lane < n ? s : -FLT_MAX;
     const float mn = max(m, simd_max(s));
     const float w = lane < n ? exp(s - mn) : 0.0f;
@@ -186,10 +197,10 @@ kernel void attention(device const float* q [[buffer(0)]], device const float* k
     for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) acc[j] *= corr;
     for (uint i = 0; i < n; i++) {
       const float wi = simd_broadcast(w, ushort(i));
-      device const float* vp = vcache + (t0 + i) * kvStride + kvh * hd;
+      const uint vp = (t0 + i) * kvStride + kvh * hd;
       for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) {
         uint d = lane + SIMD * j;
-        if (d < hd) acc[j] += wi * vp[d];
+        if (d < hd) acc[j] += wi * kv_load(vcache, vp + d, kvHalf);
       }
     }
     m = mn;
@@ -234,6 +245,7 @@ kernel void attention_block(device const float* q [[buffer(0)]], device const fl
   threadgroup float vs[ATB_TILE * ATT_MAX_HEAD_DIM];
   const uint h = tg.x, hd = p.headDim;
   const uint kvh = h / (p.heads / p.kvHeads), kvStride = p.kvHeads * hd;
+  const bool kvHalf = p.kvHalf != 0;
   const uint r0 = tg.y * ATB_ROWS, r = r0 + sg;
   const bool valid = r < p.rows;
   // The last position any row of this threadgroup sees, and this row's own.
@@ -252,8 +264,8 @@ kernel void attention_block(device const float* q [[buffer(0)]], device const fl
     for (uint e = tid; e < ATB_TILE * hd; e += ATB_ROWS * SIMD) {
       uint t = t0 + e / hd, d = e % hd;
       bool in = t <= lastAll;
-      ks[e] = in ? kcache[t * kvStride + kvh * hd + d] : 0.0f;
-      vs[e] = in ? vcache[t * kvStride + kvh * hd + d] : 0.0f;
+      ks[e] = in ? kv_load(kcache, t * kvStride + kvh * hd + d, kvHalf) : 0.0f;
+      vs[e] = in ? kv_load(vcache, t * kvStride + kvh * hd + d, kvHalf) : 0.0f;
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     for (uint i = 0; i < ATB_TILE; i++) {
@@ -1135,6 +1147,7 @@ kernel void rope(device float* x [[buffer(0)]], device const float* invFreq [[bu
 struct KVStoreParams {
   RopeParams rope;  // heads = KV heads
   uint rotate;      // 1: k still needs its rotation
+  uint kvHalf;      // 1: the caches hold half values (rounded to nearest), else float
 };
 
 // kv_store writes rows of k (rotated when p.rotate, and then also back into k, so k holds what
@@ -1161,6 +1174,15 @@ kernel void kv_store(device float* k [[buffer(0)]], device const float* v [[buff
     x1 = y1;
     k[src + d.x] = x0;
     k[src + d.y] = x1;
+  }
+  if (p.kvHalf != 0) {
+    device half* kh = (device half*)kcache;
+    device half* vh = (device half*)vcache;
+    kh[dst + d.x] = half(x0);
+    kh[dst + d.y] = half(x1);
+    vh[dst + d.x] = half(v[src + d.x]);
+    vh[dst + d.y] = half(v[src + d.y]);
+    return;
   }
   kcache[dst + d.x] = x0;
   kcache[dst + d.y] = x1;

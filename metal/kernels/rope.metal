@@ -40,6 +40,7 @@ kernel void rope(device float* x [[buffer(0)]], device const float* invFreq [[bu
 struct KVStoreParams {
   RopeParams rope;  // heads = KV heads
   uint rotate;      // 1: k still needs its rotation
+  uint kvHalf;      // 1: the caches hold half values (rounded to nearest), else float
 };
 
 // kv_store writes rows of k (rotated when p.rotate, and then also back into k, so k holds what
@@ -66,6 +67,15 @@ kernel void kv_store(device float* k [[buffer(0)]], device const float* v [[buff
     x1 = y1;
     k[src + d.x] = x0;
     k[src + d.y] = x1;
+  }
+  if (p.kvHalf != 0) {
+    device half* kh = (device half*)kcache;
+    device half* vh = (device half*)vcache;
+    kh[dst + d.x] = half(x0);
+    kh[dst + d.y] = half(x1);
+    vh[dst + d.x] = half(v[src + d.x]);
+    vh[dst + d.y] = half(v[src + d.y]);
+    return;
   }
   kcache[dst + d.x] = x0;
   kcache[dst + d.y] = x1;

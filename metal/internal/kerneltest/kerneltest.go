@@ -44,7 +44,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("WindowedAttention", func(t *testing.T) { testWindowedAttention(t, open) })
 }
 
-func newPair(t *testing.T, open Open) *pair {
+func newPair(t *testing.T, open Open, opts ...metal.Option) *pair {
 	t.Helper()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -52,7 +52,7 @@ func newPair(t *testing.T, open Open) *pair {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gpu, err := metal.New(open(t))
+	gpu, err := metal.New(open(t), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,8 +440,13 @@ func testAttention(t *testing.T, open Open) {
 		{backend.AttnShape{Layers: 1, Heads: 2, KVHeads: 1, HeadDim: 32, Context: 600}, []int{517, 1, 1, 6, 1}},
 	} {
 		s := c.s
+		// Both caches: half (the default) with the half-rounded RoPE style, float32 with the other.
 		for _, style := range []backend.RopeStyle{backend.RopeHalf, backend.RopeInterleaved} {
-			p := newPair(t, open)
+			var opts []metal.Option
+			if style == backend.RopeInterleaved {
+				opts = append(opts, metal.Float32KV())
+			}
+			p := newPair(t, open, opts...)
 			r := newRope(p.rng, s.HeadDim, style)
 			kr, kg := p.ref.NewKVCache(s), p.gpu.NewKVCache(s)
 			qw, kvw := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
@@ -458,7 +463,7 @@ func testAttention(t *testing.T, open Open) {
 					o := p.zeros(rows * qw)
 					p.ref.Attention(o.ref, q.ref, k.ref, v.ref, kr, layer, pos, rows, 0)
 					p.gpu.Attention(o.gpu, q.gpu, k.gpu, v.gpu, kg, layer, pos, rows, 0)
-					name := fmt.Sprintf("%+v style %d step %d layer %d", s, style, step, layer)
+					name := fmt.Sprintf("%+v style %d (%d-byte cache) step %d layer %d", s, style, p.gpu.(*metal.Backend).KVBytesPerElement(), step, layer)
 					p.check(name+" out", o, rows*qw, tol32)
 					p.check(name+" k after", k, rows*kvw, tol32)
 				}
