@@ -544,14 +544,32 @@ struct FmtQ8_0 : FmtAffine8 {
   }
 };
 
-// Q4_0: chunk 2b holds the low nibbles of block b's 16 bytes, chunk 2b+1 the high nibbles.
-struct FmtQ4_0 : FmtAffine8 {
+// Q4_0: chunk 2b holds the low nibbles of block b's 16 bytes, chunk 2b+1 the high nibbles. The
+// codes are read as 16-bit words and used in place, masked but not shifted, as for 4-bit affine:
+// element 2t of a chunk sits at bit 0 (low nibbles) or 4 (high) of word t, element 2t+1 at bit
+// 8 or 12, so x is pre-divided by 1, 256 (low) or 16, 4096 (high); powers of two, exactly.
+struct FmtQ4_0 {
+  static float load_x(device const float* x, uint c, uint, thread float* xv) {
+    device const float* p = x + c * MV_CHUNK;
+    const float lo = c % 2 == 0 ? 1.0f : 1.0f / 16.0f, hi = lo / 256.0f;
+    float s = 0.0f;
+    for (uint j = 0; j < MV_CHUNK; j += 2) {
+      s += p[j] + p[j + 1];
+      xv[j] = p[j] * lo;
+      xv[j + 1] = p[j + 1] * hi;
+    }
+    return s;
+  }
   static float dot(Weight, device const uchar* r, device const uchar*, device const uchar*, uint,
                    uint c, thread const float* xv, float xs) {
     device const uchar* b = r + (c / 2) * 18;
-    uint shift = 4 * (c % 2);
+    device const ushort* q = (device const ushort*)(b + 2);
+    const uint mask = c % 2 == 0 ? 0x0f0fu : 0xf0f0u;
     float a = 0.0f;
-    for (uint j = 0; j < MV_CHUNK; j++) a += xv[j] * float((b[2 + j] >> shift) & 15);
+    for (uint t = 0; t < MV_CHUNK / 2; t++) {
+      uint v = q[t] & mask;
+      a += xv[2 * t] * float(v & 0x00ffu) + xv[2 * t + 1] * float(v & 0xff00u);
+    }
     return f16_at(b, 0) * (a - 8.0f * xs);
   }
 };
