@@ -70,8 +70,9 @@ const (
 	maxStops = 16
 )
 
-// Completion checks r's fields and returns the completion request it makes. The error names
-// the field that is out of range. Every endpoint, socket or HTTP, maps requests through it.
+// Completion checks r's fields and returns the completion request it makes; top_p 1 (OpenAI's
+// and Ollama's default) becomes 0, as both keep every token. The error names the field that is
+// out of range. Every endpoint, socket or HTTP, maps requests through it.
 func (r Request) Completion() (complete.Request, error) {
 	switch {
 	case r.MaxTokens < 0:
@@ -91,9 +92,13 @@ func (r Request) Completion() (complete.Request, error) {
 	case slices.ContainsFunc(r.Stop, func(s string) bool { return len(s) > maxName }):
 		return complete.Request{}, fmt.Errorf("stop strings are limited to %d bytes", maxName)
 	}
+	topP := r.TopP
+	if topP == 1 {
+		topP = 0
+	}
 	return complete.Request{
 		Prefix: r.Prefix, Suffix: r.Suffix, App: r.App, MaxTokens: r.MaxTokens,
-		Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP, Stop: r.Stop,
+		Temperature: r.Temperature, TopK: r.TopK, TopP: topP, Stop: r.Stop,
 	}, nil
 }
 

@@ -80,9 +80,6 @@ func (s *Server) infill(w http.ResponseWriter, r *http.Request) {
 	prefix.WriteString(q.Prompt)
 	sr := server.Request{Prefix: prefix.String(), Suffix: q.InputSuffix, App: "llama.cpp",
 		Temperature: q.Temperature, TopK: q.TopK, TopP: q.TopP, Stop: q.Stop}
-	if sr.TopP == 1 {
-		sr.TopP = 0 // keeps every token, as none
-	}
 	if q.NPredict != nil {
 		switch n := *q.NPredict; {
 		case n == 0:

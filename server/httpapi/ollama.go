@@ -75,9 +75,6 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 	if t := q.Options.Temperature; t != nil {
 		sr.Temperature = *t
 	}
-	if sr.TopP == 1 {
-		sr.TopP = 0 // keeps every token, as none
-	}
 	if n := q.Options.NumPredict; n != nil && *n > 0 {
 		sr.MaxTokens = *n // -1 (until done) and -2 (fill the context) take Laya's default
 	}

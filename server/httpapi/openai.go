@@ -93,8 +93,8 @@ func (s *Server) openAICompletions(w http.ResponseWriter, r *http.Request) {
 	if q.MaxTokens != nil {
 		sr.MaxTokens = *q.MaxTokens
 	}
-	if q.TopP != nil && *q.TopP != 1 {
-		sr.TopP = *q.TopP // 1, OpenAI's default, keeps every token: the same as none
+	if q.TopP != nil {
+		sr.TopP = *q.TopP
 	}
 	req, err := sr.Completion()
 	if err != nil {
