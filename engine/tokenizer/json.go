@@ -446,6 +446,23 @@ func oneRune(s, what string) (rune, error) {
 	return r, nil
 }
 
+// parseSequence parses the components of a Sequence one level deeper with parse, leaving out
+// those that do nothing (nil).
+func parseSequence[T comparable](raws []json.RawMessage, depth int, parse func(json.RawMessage, int) (T, error)) ([]T, error) {
+	var seq []T
+	var none T
+	for _, r := range raws {
+		x, err := parse(r, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		if x != none {
+			seq = append(seq, x)
+		}
+	}
+	return seq, nil
+}
+
 func parseNormalizer(raw json.RawMessage, depth int) (normalizer, error) {
 	if isNull(raw) {
 		return nil, nil
@@ -456,17 +473,11 @@ func parseNormalizer(raw json.RawMessage, depth int) (normalizer, error) {
 	}
 	switch c.Type {
 	case "Sequence":
-		var seq normSequence
-		for _, r := range c.Normalizers {
-			n, err := parseNormalizer(r, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			if n != nil {
-				seq = append(seq, n)
-			}
+		seq, err := parseSequence(c.Normalizers, depth, parseNormalizer)
+		if err != nil {
+			return nil, err
 		}
-		return seq, nil
+		return normSequence(seq), nil
 	case "NFC":
 		return normUnicode{norm.NFC}, nil
 	case "NFD":
@@ -540,17 +551,11 @@ func parsePreTokenizer(raw json.RawMessage, depth int) (preTokenizer, error) {
 	}
 	switch c.Type {
 	case "Sequence":
-		seq := newPreSequence()
-		for _, r := range c.Pretokenizers {
-			p, err := parsePreTokenizer(r, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			if p != nil {
-				seq.steps = append(seq.steps, p)
-			}
+		seq, err := parseSequence(c.Pretokenizers, depth, parsePreTokenizer)
+		if err != nil {
+			return nil, err
 		}
-		return seq, nil
+		return newPreSequence(seq...), nil
 	case "Split":
 		p, err := parsePattern(c.Pattern)
 		if err != nil {
@@ -623,17 +628,11 @@ func parseDecoder(raw json.RawMessage, depth int) (decoder, error) {
 	}
 	switch c.Type {
 	case "Sequence":
-		var seq decSequence
-		for _, r := range c.Decoders {
-			d, err := parseDecoder(r, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			if d != nil {
-				seq = append(seq, d)
-			}
+		seq, err := parseSequence(c.Decoders, depth, parseDecoder)
+		if err != nil {
+			return nil, err
 		}
-		return seq, nil
+		return decSequence(seq), nil
 	case "Replace":
 		p, err := parsePattern(c.Pattern)
 		if err != nil {
@@ -679,17 +678,11 @@ func (t *Tokenizer) parsePost(raw json.RawMessage, depth int) (postProcessor, er
 	}
 	switch c.Type {
 	case "Sequence":
-		var seq postSequence
-		for _, r := range c.Processors {
-			p, err := t.parsePost(r, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			if p != nil {
-				seq = append(seq, p)
-			}
+		seq, err := parseSequence(c.Processors, depth, t.parsePost)
+		if err != nil {
+			return nil, err
 		}
-		return seq, nil
+		return postSequence(seq), nil
 	case "ByteLevel":
 		return nil, nil // only adjusts offsets
 	case "TemplateProcessing":
