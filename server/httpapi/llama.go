@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -64,7 +65,7 @@ func (s *Server) infill(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(q.InputExtra) > maxExtra {
-		s.fail(w, r, http.StatusBadRequest, "input_extra is limited to 64 chunks")
+		s.fail(w, r, http.StatusBadRequest, fmt.Sprintf("input_extra is limited to %d chunks", maxExtra))
 		return
 	}
 	// Without repository-level FIM tokens llama.cpp puts the extra context before the prefix
