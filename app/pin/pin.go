@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/layaapp/laya/internal/sysmem"
 )
 
 // WeightFiles returns the weight files of a model path: the file itself, or a directory's
@@ -52,7 +54,7 @@ const MemoryShare = 4 // a quarter
 // 1/MemoryShare of physical memory. On any failure nothing stays locked and the error says
 // why; callers treat it as advisory.
 func Files(paths []string) (*Pinned, error) {
-	ram, err := physicalMemory()
+	ram, err := sysmem.Physical()
 	if err != nil {
 		return nil, fmt.Errorf("pin: physical memory unknown: %w", err)
 	}

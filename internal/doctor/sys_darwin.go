@@ -4,6 +4,8 @@ import (
 	"runtime"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/layaapp/laya/internal/sysmem"
 )
 
 func osInfo() OSInfo {
@@ -11,7 +13,7 @@ func osInfo() OSInfo {
 	if v, err := unix.Sysctl("kern.osproductversion"); err == nil {
 		i.Release = "macOS " + v
 	}
-	if n, err := unix.SysctlUint64("hw.memsize"); err == nil {
+	if n, err := sysmem.Physical(); err == nil {
 		i.MemoryB = int64(n)
 	}
 	return i

@@ -6,10 +6,10 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/layaapp/laya/internal/sysmem"
 )
 
 func osInfo() OSInfo {
@@ -18,10 +18,8 @@ func osInfo() OSInfo {
 	if unix.Uname(&u) == nil {
 		i.Release = "Linux " + unix.ByteSliceToString(u.Release[:])
 	}
-	if kb, ok := procField("/proc/meminfo", "MemTotal"); ok {
-		if n, err := strconv.ParseInt(strings.TrimSuffix(kb, " kB"), 10, 64); err == nil {
-			i.MemoryB = n << 10
-		}
+	if n, err := sysmem.Physical(); err == nil {
+		i.MemoryB = int64(n)
 	}
 	return i
 }

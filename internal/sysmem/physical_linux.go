@@ -1,9 +1,9 @@
-package pin
+package sysmem
 
 import "golang.org/x/sys/unix"
 
-// physicalMemory is the machine's RAM in bytes.
-func physicalMemory() (uint64, error) {
+// Physical is the machine's RAM in bytes.
+func Physical() (uint64, error) {
 	var si unix.Sysinfo_t
 	if err := unix.Sysinfo(&si); err != nil {
 		return 0, err
