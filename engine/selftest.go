@@ -263,15 +263,7 @@ func compareLogits(got, want []float32) (float64, string) {
 }
 
 func logSoftmax(l []float32) []float64 {
-	mx := math.Inf(-1)
-	for _, v := range l {
-		mx = max(mx, float64(v))
-	}
-	var sum float64
-	for _, v := range l {
-		sum += math.Exp(float64(v) - mx)
-	}
-	lse := mx + math.Log(sum)
+	lse := logSumExp(l)
 	out := make([]float64, len(l))
 	for i, v := range l {
 		out[i] = float64(v) - lse
