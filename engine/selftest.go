@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/layaapp/laya/engine/backend"
@@ -254,9 +252,11 @@ func compareLogits(got, want []float32) (float64, string) {
 	}
 	lg, lw := logSoftmax(got), logSoftmax(want)
 	var diff float64
-	for _, lp := range [][]float64{lg, lw} {
-		for _, i := range topIndices(lp, selfTestTop) {
-			diff = max(diff, math.Abs(lg[i]-lw[i]))
+	top := make([]TokenLogprob, min(selfTestTop, len(got)))
+	for _, l := range [][]float32{got, want} {
+		topLogprobs(top, l, 0)
+		for _, t := range top {
+			diff = max(diff, math.Abs(lg[t.ID]-lw[t.ID]))
 		}
 	}
 	return diff, ""
@@ -269,16 +269,6 @@ func logSoftmax(l []float32) []float64 {
 		out[i] = float64(v) - lse
 	}
 	return out
-}
-
-// topIndices returns the indices of the k largest values of v.
-func topIndices(v []float64, k int) []int {
-	idx := make([]int, len(v))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(v[b], v[a]) })
-	return idx[:min(k, len(idx))]
 }
 
 func argmax(v []float32) int {
