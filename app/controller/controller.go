@@ -330,7 +330,7 @@ func typesText(k Key) bool {
 }
 
 func (c *Controller) acceptNextWord(s *shown) {
-	w := nextWord(s.text)
+	w := NextWord(s.text)
 	if w == s.text {
 		c.sug = nil
 		c.d.Overlay.Hide()

@@ -48,13 +48,14 @@ func utf16Len(s string) int {
 	return n
 }
 
-// nextWord returns the prefix of s that "accept next word" inserts: leading whitespace (line
+// NextWord returns the prefix of s that "accept next word" inserts: leading whitespace (line
 // breaks and indentation included), then one word. A word is a run of letters, digits and '_'
 // (with combining marks, and apostrophes between letters, as in "don't"); in CJK text, which
 // has no spaces, one segment: a Katakana run, a Hiragana run, or at most two Han characters
 // with the Hiragana that follows them (okurigana and particles: 今日は, 良い). Anything else
 // (punctuation, an emoji with its modifiers and joiners) is one user-perceived character.
-func nextWord(s string) string {
+// `laya replay`'s simulated user accepts word by word through it too.
+func NextWord(s string) string {
 	i := 0
 	for i < len(s) {
 		r, size := utf8.DecodeRuneInString(s[i:])
