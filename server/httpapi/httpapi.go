@@ -308,13 +308,19 @@ func failure(f server.Frame) string {
 	return f.Error
 }
 
-// allow applies the endpoint's rate limit to a completion request.
-func (s *Server) allow(w http.ResponseWriter, r *http.Request) bool {
+// request checks a completion request's fields (named under field, the protocol's place for
+// them) and the endpoint's rate limit, answering the error itself when either refuses it.
+func (s *Server) request(w http.ResponseWriter, r *http.Request, sr server.Request, field string) (complete.Request, bool) {
+	req, err := sr.Completion()
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, field+err.Error())
+		return req, false
+	}
 	if !s.lim.Allow() {
 		s.fail(w, r, http.StatusTooManyRequests, "rate limit exceeded")
-		return false
+		return req, false
 	}
-	return true
+	return req, true
 }
 
 // connLimit bounds the open connections, making room by closing the one idle the longest.

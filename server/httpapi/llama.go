@@ -93,12 +93,8 @@ func (s *Server) infill(w http.ResponseWriter, r *http.Request) {
 		}
 		// n < 0, "until done", takes Laya's default, which its stop rules end anyway.
 	}
-	req, err := sr.Completion()
-	if err != nil {
-		s.fail(w, r, http.StatusBadRequest, err.Error())
-		return
-	}
-	if !s.allow(w, r) {
+	req, ok := s.request(w, r, sr, "")
+	if !ok {
 		return
 	}
 	var onPiece func(string) error

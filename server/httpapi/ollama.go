@@ -78,12 +78,8 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 	if n := q.Options.NumPredict; n != nil && *n > 0 {
 		sr.MaxTokens = *n // -1 (until done) and -2 (fill the context) take Laya's default
 	}
-	req, err := sr.Completion()
-	if err != nil {
-		s.fail(w, r, http.StatusBadRequest, "options."+err.Error())
-		return
-	}
-	if !s.allow(w, r) {
+	req, ok := s.request(w, r, sr, "options.")
+	if !ok {
 		return
 	}
 	model := q.Model

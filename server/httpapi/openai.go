@@ -96,12 +96,8 @@ func (s *Server) openAICompletions(w http.ResponseWriter, r *http.Request) {
 	if q.TopP != nil {
 		sr.TopP = *q.TopP
 	}
-	req, err := sr.Completion()
-	if err != nil {
-		s.fail(w, r, http.StatusBadRequest, err.Error())
-		return
-	}
-	if !s.allow(w, r) {
+	req, ok := s.request(w, r, sr, "")
+	if !ok {
 		return
 	}
 	now := time.Now()
