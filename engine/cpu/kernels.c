@@ -507,122 +507,155 @@ static inline void laya_store_tile(float *dst, long ldd, int o, int nw, int r, i
 			dst[(long)((r + i) / 2) * ldd + o + v] = out[n * v + i] + out[n * v + i + 1] + (bias ? bias[o + v] : 0);
 }
 
-void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *wp, const uint8_t *sc,
-	const uint8_t *bi, int sdt, int group, int r0, int r1, const void *x, const float *xt,
-	const int8_t *x8, long xstride, int nx, int pairs, int pairscaled, float *dst, long ldd, const float *bias) {
-	lw desc = {kind, rows, cols, rowbytes, wp, sc, bi, sdt, group}, *w = &desc;
-	laya_dotfn f = impl->dot[kind];
-	laya_tile8fn t8 = x8 ? impl->tile8[kind] : 0;
-	int isfloat = kind == LK_F32 || kind == LK_F16 || kind == LK_BF16;
-	long step = isfloat ? (long)sizeof(float) : (long)sizeof(lq8);
-	float tmp[32];
-	if (nx == 1 && !pairs && x8 && impl->vec[kind]) {
+// matvec runs the decode kernels: one activation row (or one residual pair) against output rows
+// [r0, r1), when this level has a kernel for the kind; it returns 0 when it has none.
+static int matvec(const lw *w, int r0, int r1, const lx *x, const lout *out) {
+	if (!x->x8) return 0;
+	if (x->rows == 1 && !x->pairs && impl->vec[w->kind]) {
 		for (int o = r0; o < r1; o++) {
-			impl->vec[kind](w, o, (const lq8 *)x, xt, x8, dst + o);
-			if (bias) dst[o] += bias[o];
+			impl->vec[w->kind](w, o, (const lq8 *)x->x, x->xt, x->x8, out->dst + o);
+			if (out->bias) out->dst[o] += out->bias[o];
 		}
-		return;
+		return 1;
 	}
-	if (nx == 2 && pairs && x8 && impl->vecpair[kind]) {
+	if (x->rows == 2 && x->pairs && impl->vecpair[w->kind]) {
 		for (int o = r0; o < r1; o++) {
-			impl->vecpair[kind](w, o, (const lq8 *)x, xstride, xt, x8, dst + o);
-			if (bias) dst[o] += bias[o];
+			impl->vecpair[w->kind](w, o, (const lq8 *)x->x, x->stride, x->xt, x->x8, out->dst + o);
+			if (out->bias) out->dst[o] += out->bias[o];
 		}
-		return;
+		return 1;
 	}
-	if (x8 && nx >= 16 && impl->wide && impl->decode[kind]) {
-		// Each group of 4 weight rows (16 with wide16) is decoded once into a per-thread buffer,
-		// then runs against every 16 or 32 activation rows.
-		static __thread uint8_t *dec;
-		static __thread long deccap;
-		int nb = cols / 32, g = impl->wide16 ? 16 : 4, nt = nx / 16;
-		int g2 = (kind == LK_AFF4 || kind == LK_AFF8) && group >= 64 && nb % 2 == 0;
-		if (g2 && pairscaled) g2 = 2;
-		long need = (long)g * nb * (32 + 2 * sizeof(float)) + (impl->wide16 ? 256L * nt * sizeof(float) : 0);
-		if (need > deccap) {
-			free(dec);
-			// zeroed, so that the rows past a short group that wide16 computes anyway are finite
-			dec = calloc(1, need);
-			deccap = dec ? need : 0;
-			if (!dec) abort();
-		}
-		uint8_t *codes = dec;
-		float *scale = (float *)(dec + (long)g * nb * 32), *zero = scale + (long)g * nb, wt[4 * 32];
-		float *wt16 = zero + (long)g * nb;
-		// Q6_K's scales cover 16 codes: its decoder writes each row as two virtual rows, one
-		// per half of every block (the other half's codes at the zero point), whose outputs add.
-		int vf = kind == LK_Q6_K ? 2 : 1;
-		for (int o = r0; o < r1;) {
-			int nw = r1 - o < g / vf ? r1 - o : g / vf, r = 0;
-			impl->decode[kind](w, o, nw, codes, scale, zero);
-			if (impl->wide16) {
-				impl->wide16(codes, scale, zero, impl->zk[kind], g2, nb, x8, xt, nx, nt, wt16);
-				for (int t = 0; t < nt; t++) {
-					float *ot = wt16 + 256L * t;
-					if (vf == 2)
-						for (int v = 0; v < nw; v++)
-							for (int i = 0; i < 16; i++) ot[16 * v + i] = ot[16 * 2 * v + i] + ot[16 * (2 * v + 1) + i];
-					laya_store_tile(dst, ldd, o, nw, 16 * t, 16, ot, bias, pairs);
-				}
-				r = 16 * nt;
-			} else while (r + 16 <= nx) {
-				int two = r + 32 <= nx ? 2 : 1, n = 16 * two;
-				impl->wide(codes, scale, zero, impl->zk[kind], impl->cls[kind], g2, nw * vf, nb, x8, xt, nx, r, two, wt);
-				if (vf == 2) // fold each virtual pair into its row's slot
-					for (int v = 0; v < nw; v++)
-						for (int i = 0; i < n; i++) wt[n * v + i] = wt[n * 2 * v + i] + wt[n * (2 * v + 1) + i];
-				laya_store_tile(dst, ldd, o, nw, r, n, wt, bias, pairs);
-				r += n;
-			}
-			for (int v = 0; v < nw; v++) { // fewer than 16 rows left
-				float b = bias ? bias[o + v] : 0;
-				int rr = r;
-				if (t8 && rr + 8 <= nx) {
-					t8(w, o + v, 1, x8, xt, nx, rr, tmp);
-					laya_store(dst, ldd, o + v, rr, 8, tmp, b, pairs);
-					rr += 8;
-				}
-				for (; rr < nx; rr += LAYA_NX) {
-					int n = nx - rr < LAYA_NX ? nx - rr : LAYA_NX;
-					f(w, o + v, (const char *)x + rr * xstride * step, xstride, n, tmp);
-					laya_store(dst, ldd, o + v, rr, n, tmp, b, pairs);
-				}
-			}
-			o += nw;
-		}
-		return;
+	return 0;
+}
+
+// ldec is one thread's buffer of decoded weight rows for the wide kernels, in the layout the
+// decoders write: g rows of nb blocks' codes, then their scales and zero points, then (with
+// wide16) the 16x16 output tiles of every 16 activation rows.
+typedef struct {
+	uint8_t *codes;
+	float *scale, *zero, *out16;
+} ldec;
+
+// decbuf points b into this thread's decode buffer, grown to hold g rows of nb blocks and nt
+// output tiles; it returns -1 when the memory cannot be had.
+static int decbuf(int g, int nb, int nt, ldec *b) {
+	static __thread uint8_t *dec;
+	static __thread long deccap;
+	long need = (long)g * nb * (32 + 2 * sizeof(float)) + (impl->wide16 ? 256L * nt * sizeof(float) : 0);
+	if (need > deccap) {
+		free(dec);
+		// zeroed, so that the rows past a short group that wide16 computes anyway are finite
+		dec = calloc(1, need);
+		deccap = dec ? need : 0;
+		if (!dec) return -1;
 	}
-	if (isfloat && impl->fwide && nx > 1) {
-		float ft[4 * LAYA_NX];
-		for (int o = r0; o < r1;) {
-			int nw = r1 - o < impl->fwnw ? r1 - o : impl->fwnw;
-			for (int r = 0; r < nx; r += LAYA_NX) {
-				int n = nx - r < LAYA_NX ? nx - r : LAYA_NX;
-				impl->fwide(w, o, nw, (const float *)x + (long)r * xstride, xstride, n, ft);
-				for (int v = 0; v < nw; v++) laya_store(dst, ldd, o + v, r, n, ft + LAYA_NX * v, bias ? bias[o + v] : 0, 0);
-			}
-			o += nw;
-		}
-		return;
+	b->codes = dec;
+	b->scale = (float *)(dec + (long)g * nb * 32);
+	b->zero = b->scale + (long)g * nb;
+	b->out16 = b->zero + (long)g * nb;
+	return 0;
+}
+
+// rowtail computes activation rows [r, nx) for weight row o, by 8-row tiles when this level has
+// them and then LAYA_NX rows at a time.
+static void rowtail(const lw *w, int o, int r, const lx *x, const lout *out, laya_tile8fn t8) {
+	long step = w->kind == LK_F32 || w->kind == LK_F16 || w->kind == LK_BF16 ? (long)sizeof(float) : (long)sizeof(lq8);
+	float b = out->bias ? out->bias[o] : 0, tmp[32];
+	if (t8 && r + 8 <= x->rows) {
+		t8(w, o, 1, x->x8, x->xt, x->rows, r, tmp);
+		laya_store(out->dst, out->ldd, o, r, 8, tmp, b, x->pairs);
+		r += 8;
 	}
+	for (; r < x->rows; r += LAYA_NX) {
+		int n = x->rows - r < LAYA_NX ? x->rows - r : LAYA_NX;
+		impl->dot[w->kind](w, o, (const char *)x->x + r * x->stride * step, x->stride, n, tmp);
+		laya_store(out->dst, out->ldd, o, r, n, tmp, b, x->pairs);
+	}
+}
+
+// matmat_wide decodes each group of 4 weight rows (16 with wide16) once into the thread's
+// decode buffer, then runs it against every 16 or 32 activation rows.
+static int matmat_wide(const lw *w, int r0, int r1, const lx *x, const lout *out) {
+	int kind = w->kind, nb = w->cols / 32, g = impl->wide16 ? 16 : 4, nx = x->rows, nt = nx / 16;
+	int g2 = (kind == LK_AFF4 || kind == LK_AFF8) && w->group >= 64 && nb % 2 == 0;
+	if (g2 && x->pairscaled) g2 = 2;
+	ldec d;
+	if (decbuf(g, nb, nt, &d) != 0) return -1;
+	laya_tile8fn t8 = impl->tile8[kind];
+	float wt[4 * 32];
+	// Q6_K's scales cover 16 codes: its decoder writes each row as two virtual rows, one
+	// per half of every block (the other half's codes at the zero point), whose outputs add.
+	int vf = kind == LK_Q6_K ? 2 : 1;
 	for (int o = r0; o < r1;) {
-		// The tiles take two weight rows at a time, which share their activation loads.
-		int nw = t8 && o + 1 < r1 ? 2 : 1, r = 0;
-		if (t8) {
-			for (; r + 8 <= nx; r += 8) {
-				t8(w, o, nw, x8, xt, nx, r, tmp);
-				for (int v = 0; v < nw; v++) laya_store(dst, ldd, o + v, r, 8, tmp + 8 * v, bias ? bias[o + v] : 0, pairs);
+		int nw = r1 - o < g / vf ? r1 - o : g / vf, r = 0;
+		impl->decode[kind](w, o, nw, d.codes, d.scale, d.zero);
+		if (impl->wide16) {
+			impl->wide16(d.codes, d.scale, d.zero, impl->zk[kind], g2, nb, x->x8, x->xt, nx, nt, d.out16);
+			for (int t = 0; t < nt; t++) {
+				float *ot = d.out16 + 256L * t;
+				if (vf == 2)
+					for (int v = 0; v < nw; v++)
+						for (int i = 0; i < 16; i++) ot[16 * v + i] = ot[16 * 2 * v + i] + ot[16 * (2 * v + 1) + i];
+				laya_store_tile(out->dst, out->ldd, o, nw, 16 * t, 16, ot, out->bias, x->pairs);
 			}
+			r = 16 * nt;
+		} else while (r + 16 <= nx) {
+			int two = r + 32 <= nx ? 2 : 1, n = 16 * two;
+			impl->wide(d.codes, d.scale, d.zero, impl->zk[kind], impl->cls[kind], g2, nw * vf, nb, x->x8, x->xt, nx, r, two, wt);
+			if (vf == 2) // fold each virtual pair into its row's slot
+				for (int v = 0; v < nw; v++)
+					for (int i = 0; i < n; i++) wt[n * v + i] = wt[n * 2 * v + i] + wt[n * (2 * v + 1) + i];
+			laya_store_tile(out->dst, out->ldd, o, nw, r, n, wt, out->bias, x->pairs);
+			r += n;
 		}
-		for (int v = 0; v < nw; v++) {
-			for (int rr = r; rr < nx; rr += LAYA_NX) {
-				int n = nx - rr < LAYA_NX ? nx - rr : LAYA_NX;
-				f(w, o + v, (const char *)x + rr * xstride * step, xstride, n, tmp);
-				laya_store(dst, ldd, o + v, rr, n, tmp, bias ? bias[o + v] : 0, pairs);
-			}
+		for (int v = 0; v < nw; v++) rowtail(w, o + v, r, x, out, t8); // fewer than 16 rows left
+		o += nw;
+	}
+	return 0;
+}
+
+// matmat_float runs float weights LAYA_NX activation rows at a time against fwnw weight rows.
+static void matmat_float(const lw *w, int r0, int r1, const lx *x, const lout *out) {
+	float ft[4 * LAYA_NX];
+	for (int o = r0; o < r1;) {
+		int nw = r1 - o < impl->fwnw ? r1 - o : impl->fwnw;
+		for (int r = 0; r < x->rows; r += LAYA_NX) {
+			int n = x->rows - r < LAYA_NX ? x->rows - r : LAYA_NX;
+			impl->fwide(w, o, nw, (const float *)x->x + (long)r * x->stride, x->stride, n, ft);
+			for (int v = 0; v < nw; v++) laya_store(out->dst, out->ldd, o + v, r, n, ft + LAYA_NX * v, out->bias ? out->bias[o + v] : 0, 0);
 		}
 		o += nw;
 	}
+}
+
+// matmat_tiles runs the 8-row tiles, two weight rows at a time (they share their activation
+// loads), and the dot kernels for the rows the tiles leave.
+static void matmat_tiles(const lw *w, int r0, int r1, const lx *x, const lout *out) {
+	laya_tile8fn t8 = x->x8 ? impl->tile8[w->kind] : 0;
+	float tmp[32];
+	for (int o = r0; o < r1;) {
+		int nw = t8 && o + 1 < r1 ? 2 : 1, r = 0;
+		if (t8) {
+			for (; r + 8 <= x->rows; r += 8) {
+				t8(w, o, nw, x->x8, x->xt, x->rows, r, tmp);
+				for (int v = 0; v < nw; v++) laya_store(out->dst, out->ldd, o + v, r, 8, tmp + 8 * v, out->bias ? out->bias[o + v] : 0, x->pairs);
+			}
+		}
+		for (int v = 0; v < nw; v++) rowtail(w, o + v, r, x, out, 0);
+		o += nw;
+	}
+}
+
+int laya_matmul(lw w, int r0, int r1, lx x, lout out) {
+	int isfloat = w.kind == LK_F32 || w.kind == LK_F16 || w.kind == LK_BF16;
+	if (matvec(&w, r0, r1, &x, &out)) return 0;
+	if (x.x8 && x.rows >= 16 && impl->wide && impl->decode[w.kind]) return matmat_wide(&w, r0, r1, &x, &out);
+	if (isfloat && impl->fwide && x.rows > 1) {
+		matmat_float(&w, r0, r1, &x, &out);
+		return 0;
+	}
+	matmat_tiles(&w, r0, r1, &x, &out);
+	return 0;
 }
 
 void laya_attention(const float *q, const float *k, const float *v, float *out, float *scores,

@@ -72,18 +72,36 @@ void laya_quantize(const float *x, int rows, int cols, lq8 *out, int perm, int p
 void laya_quantize_rows(const float *x, int rows, int cols, int r0, int r1, lq8 *out, int perm, int pair, int resid,
 	float *scratch, float *xt, int8_t *x8);
 
-// laya_matmul computes dst[r*ldd + o] = dot(W[o], x[r]) (+ bias[o]) for o in [r0, r1) and r in
-// [0, nx). W has the given kind, rows, cols and rowbytes; for Affine, sc and bi are the companion
-// [rows, cols/group] tensors of dtype sdt. x is lq8 blocks (xstride blocks per row) for
-// quantized kinds, floats (xstride floats per row) for F32/F16/BF16; xt and x8 are NULL or
-// laya_quantize's extra outputs for x (x8 only with xt). With pairs, x holds laya_quantize's
-// residual pairs (nx counts block rows) and output row r is the sum of block rows 2r and 2r+1.
-// pairscaled says x was quantized with pair (see laya_quantize).
-// Pointers travel as separate arguments so Go memory is never reachable through a pointer
-// stored in memory.
-void laya_matmul(int kind, int rows, int cols, long rowbytes, const uint8_t *w, const uint8_t *sc,
-	const uint8_t *bi, int sdt, int group, int r0, int r1, const void *x, const float *xt,
-	const int8_t *x8, long xstride, int nx, int pairs, int pairscaled, float *dst, long ldd, const float *bias);
+// lx describes a matmul's activations. x is lq8 blocks (stride blocks per row) for quantized
+// kinds, floats (stride floats per row) for F32/F16/BF16; xt and x8 are NULL or laya_quantize's
+// extra outputs for x (x8 only with xt). With pairs, x holds laya_quantize's residual pairs
+// (rows counts block rows) and output row r is the sum of block rows 2r and 2r+1; pairscaled
+// says x was quantized with pair (see laya_quantize).
+typedef struct {
+	const void *x;
+	const float *xt;
+	const int8_t *x8;
+	long stride;
+	int rows;
+	int pairs, pairscaled;
+} lx;
+
+// lout is where a matmul writes: dst[r*ldd + o] for activation row r and weight row o, plus
+// bias[o] when bias is not NULL.
+typedef struct {
+	float *dst;
+	long ldd;
+	const float *bias;
+} lout;
+
+// laya_matmul computes dot(W[o], x[r]) (+ bias[o]) into out for weight rows o in [r0, r1) and
+// every activation row r of x. W is described by w; for Affine, w.sc and w.bi are the companion
+// [rows, cols/group] tensors of dtype w.sdt. One activation row (or one residual pair) runs the
+// decode kernels, more run the tiled ones. It returns 0, or -1 when the per-thread buffer of
+// decoded weight rows cannot be allocated (nothing is then written).
+// The descriptors travel by value, so the Go memory they point to is reachable only from the
+// call's arguments, as cgo's pointer rules ask.
+int laya_matmul(lw w, int r0, int r1, lx x, lout out);
 
 // laya_attention computes causal attention for items [lo, hi) of rows*heads (item i is query row
 // i/heads, head i%heads) over the cached keys and values k, v ([positions][kvw]). scores is

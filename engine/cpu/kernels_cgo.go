@@ -150,37 +150,37 @@ func ptr(b []byte) *C.uint8_t {
 	return (*C.uint8_t)(&b[0])
 }
 
-// runKernel runs output rows [lo, hi) of j in one C call.
-func (j *matmulJob) runKernel(lo, hi int) {
+// runKernel runs output rows [lo, hi) of j in one C call; it fails only when C cannot allocate
+// its buffer of decoded weight rows.
+func (j *matmulJob) runKernel(lo, hi int) error {
 	m := j.m
 	t := m.t
-	var sc, bi *C.uint8_t
+	w := C.lw{kind: C.int(m.kind), rows: C.int(m.rows), cols: C.int(m.cols), rowbytes: C.long(t.RowBytes()),
+		w: ptr(t.Data), sdt: C.int(m.sdt), group: C.int(t.GroupSize)}
 	if t.DType == tensor.Affine {
-		sc, bi = ptr(t.Scales.Data), ptr(t.Biases.Data)
+		w.sc, w.bi = ptr(t.Scales.Data), ptr(t.Biases.Data)
 	}
-	var x unsafe.Pointer
-	var xt *C.float
-	var x8 *C.int8_t
-	xstride := m.cols
+	x := C.lx{stride: C.long(m.cols), rows: C.int(j.qrows), pairs: cbool(j.resid), pairscaled: cbool(j.pair)}
 	if kindIsFloat(m.kind) {
-		x = unsafe.Pointer(&j.x[0])
+		x.x = unsafe.Pointer(&j.x[0])
 	} else {
-		x = unsafe.Pointer(&j.xq[0])
-		xstride = m.cols / 32
+		x.x = unsafe.Pointer(&j.xq[0])
+		x.stride = C.long(m.cols / 32)
 		if len(j.xt) > 0 {
-			xt = (*C.float)(&j.xt[0])
+			x.xt = (*C.float)(&j.xt[0])
 		}
 		if len(j.x8) > 0 {
-			x8 = (*C.int8_t)(&j.x8[0])
+			x.x8 = (*C.int8_t)(&j.x8[0])
 		}
 	}
-	var bias *C.float
+	out := C.lout{dst: (*C.float)(&j.dst[0]), ldd: C.long(m.rows)}
 	if j.bias != nil {
-		bias = (*C.float)(&j.bias[0])
+		out.bias = (*C.float)(&j.bias[0])
 	}
-	C.laya_matmul(C.int(m.kind), C.int(m.rows), C.int(m.cols), C.long(t.RowBytes()), ptr(t.Data), sc, bi,
-		C.int(m.sdt), C.int(t.GroupSize), C.int(lo), C.int(hi), x, xt, x8, C.long(xstride), C.int(j.qrows), cbool(j.resid), cbool(j.pair),
-		(*C.float)(&j.dst[0]), C.long(m.rows), bias)
+	if C.laya_matmul(w, C.int(lo), C.int(hi), x, out) != 0 {
+		return fmt.Errorf("cpu: matmul %q: no memory for the decoded weight rows (%d columns)", t.Name, m.cols)
+	}
+	return nil
 }
 
 func (j *attnJob) attend(w int, q, k, v, out []float32, pos, lo, hi int) {

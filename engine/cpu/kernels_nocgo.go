@@ -26,7 +26,7 @@ func quantizeRows([]float32, int, int, int, int, []uint32, bool, bool, bool, []f
 }
 
 // runKernel is never reached: kernelKind reports no kernels without cgo.
-func (j *matmulJob) runKernel(lo, hi int) {}
+func (j *matmulJob) runKernel(lo, hi int) error { return nil }
 
 func (j *attnJob) attend(w int, qs, ks, vs, out []float32, pos, lo, hi int) {
 	sc := j.scores[w]

@@ -207,7 +207,9 @@ func (c *cpuBackend) quantizeInput(s []float32, rows, cols int, perm, pair bool)
 
 func (j *matmulJob) run(w, lo, hi int) {
 	if j.m.fast {
-		j.runKernel(lo, hi)
+		if err := j.runKernel(lo, hi); err != nil {
+			j.errs[w] = err
+		}
 		return
 	}
 	m := j.m
