@@ -216,7 +216,8 @@ type Event struct{}
 type Hotkey struct {
 	spec    Spec
 	keydown chan Event
-	plat    platformState
+	//lint:ignore U1000 the darwin build's registration state; empty and unused elsewhere
+	plat platformState
 }
 
 // New returns an unregistered hotkey for spec.

@@ -497,7 +497,7 @@ func parseNormalizer(raw json.RawMessage, depth int) (normalizer, error) {
 	case "Replace":
 		p, err := parsePattern(c.Pattern)
 		if err != nil {
-			return nil, fmt.Errorf("Replace: %w", err)
+			return nil, fmt.Errorf("normalizer Replace: %w", err)
 		}
 		return normReplace{pat: p, content: c.Content}, nil
 	case "ByteLevel":
@@ -559,14 +559,14 @@ func parsePreTokenizer(raw json.RawMessage, depth int) (preTokenizer, error) {
 	case "Split":
 		p, err := parsePattern(c.Pattern)
 		if err != nil {
-			return nil, fmt.Errorf("Split: %w", err)
+			return nil, fmt.Errorf("pre-tokenizer Split: %w", err)
 		}
 		b, err := parseBehavior(c.Behavior, splitRemoved)
 		if err != nil {
 			return nil, err
 		}
 		if c.Behavior == "" {
-			return nil, errors.New("Split: missing behavior")
+			return nil, errors.New("pre-tokenizer Split: missing behavior")
 		}
 		return &preSplit{pat: p, invert: c.Invert, behavior: b}, nil
 	case "ByteLevel":
@@ -636,7 +636,7 @@ func parseDecoder(raw json.RawMessage, depth int) (decoder, error) {
 	case "Replace":
 		p, err := parsePattern(c.Pattern)
 		if err != nil {
-			return nil, fmt.Errorf("Replace: %w", err)
+			return nil, fmt.Errorf("decoder Replace: %w", err)
 		}
 		return decReplace{pat: p, content: c.Content}, nil
 	case "ByteFallback":
@@ -649,7 +649,7 @@ func parseDecoder(raw json.RawMessage, depth int) (decoder, error) {
 			return nil, err
 		}
 		if c.Start < 0 || c.Stop < 0 || c.Start > math.MaxInt32 || c.Stop > math.MaxInt32 {
-			return nil, errors.New("Strip: bad start/stop")
+			return nil, errors.New("decoder Strip: bad start/stop")
 		}
 		return decStrip{content: r, start: c.Start, stop: c.Stop}, nil
 	case "ByteLevel":

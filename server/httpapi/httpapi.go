@@ -279,9 +279,11 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, client string, req 
 			continue
 		}
 		rc.SetWriteDeadline(time.Now().Add(s.opt.WriteTimeout))
-		if err := onPiece(p); err == nil {
+		err := onPiece(p)
+		if err == nil {
 			err = rc.Flush()
-		} else {
+		}
+		if err != nil {
 			failed = true
 			cancel(err)
 		}
