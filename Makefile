@@ -4,7 +4,7 @@
 GO      ?= go
 BIN     := bin/laya
 
-.PHONY: all build demo test test-go test-vscode test-arm64 bench bench-replay bench-archsimd app check-darwin check-metal clean
+.PHONY: all build demo test test-go lint test-vscode test-arm64 bench bench-replay bench-archsimd app check-darwin check-metal clean
 
 all: build
 
@@ -34,7 +34,16 @@ demo: build
 	@echo
 	$(BIN) generate --prompt 'for i := 0; i < len(xs); ' --max-tokens 32
 
-test: test-go check-darwin check-darwin-link check-metal test-vscode
+test: lint test-go check-darwin check-darwin-link check-metal test-vscode
+
+# staticcheck at a pinned version, so a new release's checks cannot fail a tree that passed;
+# `go run pkg@version` fetches it through the module proxy without adding it to go.mod.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+# go.mod and go.sum must be what `go mod tidy` writes, and staticcheck must find nothing.
+lint:
+	$(GO) mod tidy -diff
+	$(GO) run $(STATICCHECK) ./...
 
 test-go:
 	$(GO) vet ./...

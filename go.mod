@@ -10,4 +10,4 @@ require (
 	golang.org/x/time v0.16.0
 )
 
-require github.com/daulet/tokenizers v1.24.0 // indirect
+require github.com/daulet/tokenizers v1.24.0
