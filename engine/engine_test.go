@@ -518,6 +518,10 @@ func TestLoadErrors(t *testing.T) {
 	if _, err := Load(filepath.Join(t.TempDir(), "none"), Options{}); err == nil {
 		t.Error("missing path loaded")
 	}
+	// The caller chooses the default model (models.Default); the engine knows none.
+	if _, err := Load("", Options{}); err == nil || !strings.Contains(err.Error(), "no model path") {
+		t.Errorf("Load(\"\"): %v, want a missing-path error", err)
+	}
 }
 
 func TestBackendRegistry(t *testing.T) {
