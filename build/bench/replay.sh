@@ -8,7 +8,8 @@
 #   - for latency only, a random-weight model of Qwen2.5-0.5B's size (4-bit MLX), ungated,
 #     since random weights are never sure of anything, over the first 600 characters.
 #
-# Environment: THREADS (2), REPLAY_LIMIT (characters of each text typed; 0 = all), BENCH_DIR
+# Environment: THREADS (2), REPLAY_LIMIT (characters of each text typed; 0 = all), QWEN_LIMIT
+# (characters the random model types; 600), BENCH_DIR
 # (.bench), PREBUILT (a directory holding laya and genmodel binaries).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -48,7 +49,7 @@ replay go-gated "$GOFILE"
 replay go-ungated "$GOFILE" --gating=false
 # Latency to the first visible character does not depend on the suggestion's length: 8 tokens
 # keep this run short.
-LIMIT=${REPLAY_LIMIT:-600} replay qwen0.5b-ungated "$GOFILE" --gating=false --max-tokens 8 --model "$QWEN/mlx4"
+LIMIT=${QWEN_LIMIT:-600} replay qwen0.5b-ungated "$GOFILE" --gating=false --max-tokens 8 --model "$QWEN/mlx4"
 
 python3 build/bench/replay_report.py "$OUT"/heldout-gated.json "$OUT"/heldout-ungated.json \
 	"$OUT"/go-gated.json "$OUT"/go-ungated.json "$OUT"/qwen0.5b-ungated.json
