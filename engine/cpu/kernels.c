@@ -536,12 +536,19 @@ typedef struct {
 	float *scale, *zero, *out16;
 } ldec;
 
+// dec_limit, when positive, refuses decode buffers larger than it as if calloc failed, so tests
+// can reach that path (laya_set_dec_limit).
+static long dec_limit;
+
+void laya_set_dec_limit(long n) { dec_limit = n; }
+
 // decbuf points b into this thread's decode buffer, grown to hold g rows of nb blocks and nt
 // output tiles; it returns -1 when the memory cannot be had.
 static int decbuf(int g, int nb, int nt, ldec *b) {
 	static __thread uint8_t *dec;
 	static __thread long deccap;
 	long need = (long)g * nb * (32 + 2 * sizeof(float)) + (impl->wide16 ? 256L * nt * sizeof(float) : 0);
+	if (dec_limit > 0 && need > dec_limit) return -1;
 	if (need > deccap) {
 		free(dec);
 		// zeroed, so that the rows past a short group that wide16 computes anyway are finite

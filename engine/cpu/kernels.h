@@ -103,6 +103,10 @@ typedef struct {
 // call's arguments, as cgo's pointer rules ask.
 int laya_matmul(lw w, int r0, int r1, lx x, lout out);
 
+// laya_set_dec_limit makes laya_matmul fail as on an allocation failure when a thread's buffer of
+// decoded weight rows would exceed n bytes; 0 lifts the limit. For tests.
+void laya_set_dec_limit(long n);
+
 // laya_attention computes causal attention for items [lo, hi) of rows*heads (item i is query row
 // i/heads, head i%heads) over the cached keys and values k, v ([positions][kvw]). scores is
 // scratch of at least pos+rows floats.

@@ -183,6 +183,10 @@ func (j *matmulJob) runKernel(lo, hi int) error {
 	return nil
 }
 
+// setDecodeLimit makes MatMul fail as when C cannot allocate its buffer of decoded weight rows,
+// for buffers over n bytes; 0 lifts the limit. For tests.
+func setDecodeLimit(n int) { C.laya_set_dec_limit(C.long(n)) }
+
 func (j *attnJob) attend(w int, q, k, v, out []float32, pos, lo, hi int) {
 	if lo >= hi {
 		return
