@@ -4,6 +4,7 @@ package cpu
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -15,12 +16,13 @@ import (
 // step, with memory available, computes normally.
 func TestMatMulDecodeBufferFailure(t *testing.T) {
 	c := newCPU(t, 2)
-	if simdLevel == 0 {
-		t.Skip("the portable level has no wide prefill kernels")
+	// The tile kernels that decode weight rows first: AVX2 and up, NEON with dotprod.
+	if simdLevel == 0 || (runtime.GOARCH == "arm64" && simdLevel < 2) {
+		t.Skipf("kernel level %d has no wide prefill kernels", simdLevel)
 	}
 	r := rand.New(rand.NewPCG(5, 5))
 	const rows, out, cols = 32, 64, 256
-	w := randTensor(r, wcase{tensor.Q8_0, 0}, out, cols)
+	w := randTensor(r, wcase{tensor.Q4_0, 0}, out, cols)
 	x, dst := bufOf(c, randVec(r, rows*cols)), c.NewBuffer(rows*out)
 	setDecodeLimit(1)
 	c.MatMul(dst, x, w, nil, rows)
@@ -34,7 +36,7 @@ func TestMatMulDecodeBufferFailure(t *testing.T) {
 	}
 	want, _ := refMatMul(dequant(t, w), read(t, c, x), nil, rows)
 	for i, v := range read(t, c, dst) {
-		if d := float64(v) - want[i]; d > 0.05 || d < -0.05 {
+		if d := float64(v) - want[i]; d > 0.1 || d < -0.1 {
 			t.Fatalf("out %d = %v, want %v", i, v, want[i])
 		}
 	}
