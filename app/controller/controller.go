@@ -579,18 +579,31 @@ func (c *Controller) read(el Element) (prefix, suffix string, caret, length int,
 	if caret < 0 || caret > length {
 		return "", "", 0, 0, errors.New("caret outside the text")
 	}
-	// A code point is at most two UTF-16 units, so 2n units hold at least n code points.
-	start := max(0, caret-2*c.d.Before)
+	start := windowStart(caret, c.d.Before)
 	before, err := el.Text(Range{start, caret - start})
 	if err != nil {
 		return "", "", 0, 0, errors.New("text unreadable: " + err.Error())
 	}
+	// A code point is at most two UTF-16 units, so 2n units hold at least n code points.
 	end := min(length, caret+2*c.d.After)
 	after, err := el.Text(Range{caret, end - caret})
 	if err != nil {
 		return "", "", 0, 0, errors.New("text unreadable: " + err.Error())
 	}
-	return lastRunes(decodeWindow(before), c.d.Before), firstRunes(decodeWindow(after), c.d.After), caret, length, nil
+	return decodeWindow(before), firstRunes(decodeWindow(after), c.d.After), caret, length, nil
+}
+
+// windowStart is where the text read before the caret begins: at most n UTF-16 units (so at most
+// n code points) back, on a multiple of n/8 units. The engine reuses its cache only for a prompt
+// that starts where the last one did, so the start must stay put while the user types and jump
+// only once every n/8 units; a window of exactly the last n code points would start one
+// keystroke later each time and be computed from scratch for every request.
+func windowStart(caret, n int) int {
+	if caret <= n {
+		return 0
+	}
+	step := max(n/8, 1)
+	return (caret - n + step - 1) / step * step
 }
 
 // caretRect finds the caret in a field of length units (-1 if unknown). Many apps return an

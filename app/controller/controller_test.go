@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/layaapp/laya/config"
 	"github.com/layaapp/laya/hotkey"
@@ -165,8 +166,10 @@ func TestCaptureBounds(t *testing.T) {
 	r.c.d.Before, r.c.d.After = 3, 3
 	r.c.Hotkey()
 	c := r.call()
-	if c.req.Prefix != "😀😀😀" || c.req.Suffix != "😀😀😀" {
-		t.Errorf("bounded prefix %q suffix %q, want three emoji each", c.req.Prefix, c.req.Suffix)
+	// The prefix window is the last 3 units, which start inside the second emoji: only the third
+	// is whole.
+	if c.req.Prefix != "😀" || c.req.Suffix != "😀😀😀" {
+		t.Errorf("bounded prefix %q suffix %q, want one emoji and three", c.req.Prefix, c.req.Suffix)
 	}
 	if strings.ContainsRune(c.req.Prefix+c.req.Suffix, '\uFFFD') {
 		t.Error("a cut surrogate became U+FFFD")
@@ -177,6 +180,34 @@ func TestCaptureBounds(t *testing.T) {
 	}
 	if got := decodeWindow([]uint16{'c', 0xD83D}); got != "c" {
 		t.Errorf("decodeWindow with trailing high surrogate = %q", got)
+	}
+}
+
+// TestCaptureWindowStable types into a field longer than the window: the prefix must keep its
+// start while the caret moves (the engine reuses its cache only for a prompt with the same
+// start), moving on only once every Before/8 units, and never exceed Before code points.
+func TestCaptureWindowStable(t *testing.T) {
+	text := strings.Repeat("the quick brown fox jumps over the lazy dog\n", 400) // 17600 units
+	const before = 3000
+	starts := map[int]bool{}
+	for caret := 10000; caret < 11000; caret++ {
+		el := newElem("a.b", 1, text[:caret], text[caret:])
+		r := newRig(t, config.Default(), el)
+		r.c.d.Before = before
+		prefix, _, _, _, err := r.c.read(el)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := utf8.RuneCountInString(prefix); n > before || n < before-before/8 {
+			t.Fatalf("caret %d: prefix of %d code points, want %d..%d", caret, n, before-before/8, before)
+		}
+		if !strings.HasSuffix(text[:caret], prefix) {
+			t.Fatalf("caret %d: prefix is not the text before the caret", caret)
+		}
+		starts[caret-len(prefix)] = true
+	}
+	if want := (1000+before/8-1)/(before/8) + 1; len(starts) > want {
+		t.Errorf("1000 keystrokes moved the window's start %d times, want at most %d", len(starts), want)
 	}
 }
 

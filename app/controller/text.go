@@ -19,16 +19,6 @@ func decodeWindow(u []uint16) string {
 	return string(utf16.Decode(u))
 }
 
-// lastRunes returns the final n code points of s.
-func lastRunes(s string, n int) string {
-	i := len(s)
-	for k := 0; k < n && i > 0; k++ {
-		_, size := utf8.DecodeLastRuneInString(s[:i])
-		i -= size
-	}
-	return s[i:]
-}
-
 // firstRunes returns the first n code points of s.
 func firstRunes(s string, n int) string {
 	i := 0
