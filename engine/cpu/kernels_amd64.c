@@ -138,11 +138,9 @@ static inline __attribute__((always_inline)) void amx_pairs(const uint8_t *codes
 // amx_tile runs 16 weight rows against activation tile t, a block per tdpbusd: the weight scale
 // changes from block to block, so every block's sums leave the tile for the float scaling. The
 // two sum tiles alternate, and a ring of 4 holds the stored sums, which are read back two blocks
-// later: a load right behind a tile store waits for it to retire (measured: reading them back
-// one block later, or straight after the store, was 12-15% slower). With g2 each pair is scaled
-// once its second block is read back (MatMat128 on the Xeon, fastest of 8 interleaved rounds:
-// MLX 4-bit 7.0 against 7.8 ms precise, 4.1 against 4.4 int8). Running two blocks a step in four
-// sum tiles was faster in a one-core harness but not in the matmul, and was dropped.
+// later: a load right behind a tile store waits for it to retire. With g2 each pair is scaled
+// once its second block is read back. The measurements behind both, and the variants dropped,
+// are in docs/performance.md.
 static inline __attribute__((always_inline)) void amx_tile(const uint8_t *codes, const float *scale, const float *zero,
 	float zk, int own, int g2, int nb, const int8_t *x8, const float *xt, int nrows, int t, float *out) {
 	const float *xd = xt + 16 * t, *xds = xt + (long)nb * nrows + 16 * t;
