@@ -51,35 +51,16 @@ func hybridFamily(h *hfConfig) string {
 
 // hybridConfig is the part of an LFM2 or Qwen3.5 config.json (or its text_config) read here.
 type hybridConfig struct {
-	ModelType          string          `json:"model_type"`
-	TextConfig         json.RawMessage `json:"text_config"`
-	HiddenSize         *int            `json:"hidden_size"`
-	IntermediateSize   *int            `json:"intermediate_size"`
-	NumHiddenLayers    *int            `json:"num_hidden_layers"`
-	NumAttentionHeads  *int            `json:"num_attention_heads"`
-	NumKeyValueHeads   *int            `json:"num_key_value_heads"`
-	HeadDim            *int            `json:"head_dim"`
-	VocabSize          *int            `json:"vocab_size"`
-	RMSNormEps         *float64        `json:"rms_norm_eps"`
-	NormEps            *float64        `json:"norm_eps"`
-	RopeTheta          *float64        `json:"rope_theta"`
-	Theta              *float64        `json:"theta"`
-	PartialRotary      *float64        `json:"partial_rotary_factor"`
-	RopeParameters     json.RawMessage `json:"rope_parameters"`
-	RopeScaling        json.RawMessage `json:"rope_scaling"`
-	MaxPositions       *int            `json:"max_position_embeddings"`
-	TieWordEmbeddings  *bool           `json:"tie_word_embeddings"`
-	TieEmbedding       *bool           `json:"tie_embedding"`
-	BOSTokenID         json.RawMessage `json:"bos_token_id"`
-	EOSTokenID         json.RawMessage `json:"eos_token_id"`
-	HiddenAct          *string         `json:"hidden_act"`
-	AttentionBias      *bool           `json:"attention_bias"`
-	LayerTypes         []string        `json:"layer_types"`
-	FullAttnIdxs       []int           `json:"full_attn_idxs"`
-	FullAttnInterval   *int            `json:"full_attention_interval"`
-	Quantization       json.RawMessage `json:"quantization"`
-	QuantizationConfig json.RawMessage `json:"quantization_config"`
-	NumExperts         *int            `json:"num_experts"`
+	// hfConfig holds the keys every family shares; the rest are LFM2's and Qwen3.5's own.
+	hfConfig
+
+	NormEps          *float64 `json:"norm_eps"`
+	Theta            *float64 `json:"theta"`
+	PartialRotary    *float64 `json:"partial_rotary_factor"`
+	TieEmbedding     *bool    `json:"tie_embedding"`
+	FullAttnIdxs     []int    `json:"full_attn_idxs"`
+	FullAttnInterval *int     `json:"full_attention_interval"`
+	NumExperts       *int     `json:"num_experts"`
 
 	// LFM2
 	ConvBias          *bool    `json:"conv_bias"`
