@@ -105,28 +105,32 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// env is a getenv over the given key, value pairs.
+func env(kv ...string) func(string) string {
+	return func(k string) string {
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i] == k {
+				return kv[i+1]
+			}
+		}
+		return ""
+	}
+}
+
 func TestPath(t *testing.T) {
 	home := func() (string, error) { return "/home/u", nil }
-	env := func(v string) func(string) string {
-		return func(k string) string {
-			if k == "XDG_CONFIG_HOME" {
-				return v
-			}
-			return ""
-		}
-	}
 	for _, c := range []struct{ goos, xdg, want string }{
 		{"darwin", "/x", "/home/u/Library/Application Support/Laya/config.toml"},
 		{"linux", "/x", "/x/laya/config.toml"},
 		{"linux", "", "/home/u/.config/laya/config.toml"},
 		{"linux", "relative", "/home/u/.config/laya/config.toml"}, // XDG spec: relative paths are invalid
 	} {
-		got, err := pathFor(c.goos, env(c.xdg), home)
+		got, err := pathFor(c.goos, env("XDG_CONFIG_HOME", c.xdg), home)
 		if err != nil || got != c.want {
 			t.Errorf("pathFor(%s, XDG=%q) = %q, %v; want %q", c.goos, c.xdg, got, err, c.want)
 		}
 	}
-	if _, err := pathFor("linux", env(""), func() (string, error) { return "", errors.New("no home") }); err == nil {
+	if _, err := pathFor("linux", env(), func() (string, error) { return "", errors.New("no home") }); err == nil {
 		t.Error("missing home must be an error")
 	}
 }
@@ -219,16 +223,6 @@ func TestModelsDir(t *testing.T) {
 
 func TestSocketPath(t *testing.T) {
 	home := func() (string, error) { return "/home/u", nil }
-	env := func(kv ...string) func(string) string {
-		return func(k string) string {
-			for i := 0; i+1 < len(kv); i += 2 {
-				if kv[i] == k {
-					return kv[i+1]
-				}
-			}
-			return ""
-		}
-	}
 	for _, c := range []struct {
 		goos string
 		env  func(string) string
