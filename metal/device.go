@@ -25,12 +25,14 @@ type Arg struct {
 
 // Limits of one dispatch, shared with the C side of both devices.
 const (
-	maxArgs   = 12
-	maxParams = 16
+	maxArgs   = 20
+	maxParams = 32
 )
 
 // Dispatch is one kernel launch: Groups threadgroups of Threads threads, buffers Args[:NArgs] at
-// [[buffer(0..NArgs-1)]] and the parameter words Params[:NParams] at [[buffer(NArgs)]]. Its
+// [[buffer(0..NArgs-1)]] and the parameter words Params[:NParams] at [[buffer(NArgs)]]. Barrier
+// is 1 when the dispatch must see the writes of every dispatch before it (a memory barrier
+// precedes it) and 0 when it may run concurrently with those since the last barrier. Its
 // layout is shared with C (emu.h, device_darwin.m): no Go pointers, fixed-size fields only.
 type Dispatch struct {
 	Kernel  kernelID
@@ -39,6 +41,7 @@ type Dispatch struct {
 	Threads [3]uint32
 	Args    [maxArgs]Arg
 	NParams uint32
+	Barrier uint32
 	Params  [maxParams]uint32
 }
 
@@ -70,7 +73,7 @@ type plan struct {
 func (pl *plan) next(k kernelID, groups, threads [3]uint32) *Dispatch {
 	pl.ds = append(pl.ds, Dispatch{})
 	d := &pl.ds[len(pl.ds)-1]
-	d.Kernel, d.Groups, d.Threads = k, groups, threads
+	d.Kernel, d.Groups, d.Threads, d.Barrier = k, groups, threads, 1
 	return d
 }
 
@@ -88,8 +91,8 @@ func (k kernelID) String() string {
 var (
 	_ [unsafe.Offsetof(Dispatch{}.Args) - 32]byte
 	_ [32 - unsafe.Offsetof(Dispatch{}.Args)]byte
-	_ [unsafe.Offsetof(Dispatch{}.Params) - 228]byte
-	_ [228 - unsafe.Offsetof(Dispatch{}.Params)]byte
-	_ [unsafe.Sizeof(Dispatch{}) - 296]byte
-	_ [296 - unsafe.Sizeof(Dispatch{})]byte
+	_ [unsafe.Offsetof(Dispatch{}.Params) - 360]byte
+	_ [360 - unsafe.Offsetof(Dispatch{}.Params)]byte
+	_ [unsafe.Sizeof(Dispatch{}) - 488]byte
+	_ [488 - unsafe.Sizeof(Dispatch{})]byte
 )

@@ -16,14 +16,15 @@ typedef struct {
   uint32_t nargs;
   uint32_t groups[3];
   uint32_t threads[3];
-  mtl_arg args[12];
+  mtl_arg args[20];
   uint32_t nparams;
-  uint32_t params[16];
+  uint32_t barrier;  // 1: a memory barrier precedes the dispatch
+  uint32_t params[32];
 } mtl_dispatch;
 
-_Static_assert(sizeof(mtl_dispatch) == 296, "mtl_dispatch layout");
+_Static_assert(sizeof(mtl_dispatch) == 488, "mtl_dispatch layout");
 _Static_assert(offsetof(mtl_dispatch, args) == 32, "mtl_dispatch layout");
-_Static_assert(offsetof(mtl_dispatch, params) == 228, "mtl_dispatch layout");
+_Static_assert(offsetof(mtl_dispatch, params) == 360, "mtl_dispatch layout");
 
 // mtl_init opens the default GPU, compiles src once per process and makes a pipeline for each
 // of the n kernel names (ids are their indices). It returns NULL or an error to free().

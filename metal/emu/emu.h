@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EMU_MAX_ARGS 12
-#define EMU_MAX_PARAMS 16
+#define EMU_MAX_ARGS 20
+#define EMU_MAX_PARAMS 32
 
 typedef struct {
   uint64_t buf;  // base address of the buffer
@@ -21,6 +21,7 @@ typedef struct {
   uint32_t threads[3];
   emu_arg args[EMU_MAX_ARGS];
   uint32_t nparams;  // 32-bit words of the params block bound at [[buffer(nargs)]]
+  uint32_t barrier;  // 1: a memory barrier precedes the dispatch
   uint32_t params[EMU_MAX_PARAMS];
 } emu_dispatch;
 
@@ -29,9 +30,9 @@ typedef struct {
 #else
 #define EMU_ASSERT _Static_assert
 #endif
-EMU_ASSERT(sizeof(emu_dispatch) == 296, "emu_dispatch layout");
+EMU_ASSERT(sizeof(emu_dispatch) == 488, "emu_dispatch layout");
 EMU_ASSERT(offsetof(emu_dispatch, args) == 32, "emu_dispatch layout");
-EMU_ASSERT(offsetof(emu_dispatch, params) == 228, "emu_dispatch layout");
+EMU_ASSERT(offsetof(emu_dispatch, params) == 360, "emu_dispatch layout");
 
 #ifdef __cplusplus
 extern "C" {

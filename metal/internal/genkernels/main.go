@@ -163,8 +163,8 @@ func parseKernels(text string, structs map[string]kernelsrc.Struct, defs map[str
 		if k.params == "" {
 			return nil, fmt.Errorf("kernel %s: no constant params block", k.name)
 		}
-		if len(k.buffers) > 12 {
-			return nil, fmt.Errorf("kernel %s: %d buffers, at most 12", k.name, len(k.buffers))
+		if len(k.buffers) > 20 {
+			return nil, fmt.Errorf("kernel %s: %d buffers, at most 20", k.name, len(k.buffers))
 		}
 		if err := checkAttrs(k); err != nil {
 			return nil, err
@@ -301,8 +301,8 @@ func genGo(srcs []kernelsrc.Source, ks []kernel, structs map[string]kernelsrc.St
 		if err != nil {
 			return nil, err
 		}
-		if w > 16 {
-			return nil, fmt.Errorf("struct %s: %d words, at most 16", n, w)
+		if w > 32 {
+			return nil, fmt.Errorf("struct %s: %d words, at most 32", n, w)
 		}
 		p("// %s mirrors the kernels' struct %s (%d words).\ntype %s struct {\n", goType(n), n, w, goType(n))
 		for _, f := range sd.Fields {
