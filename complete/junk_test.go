@@ -89,3 +89,46 @@ func TestPathLogprob(t *testing.T) {
 		})
 	}
 }
+
+// TestFitsCaret: a suggestion is inserted as it is, so it fits the caret: no blank the prefix
+// already ends with, nothing of the caret's line after it repeated, and no trailing blanks
+// except before that line's text.
+func TestFitsCaret(t *testing.T) {
+	v := newFakeVocab(nil, starcoderFIM, false)
+	cases := []struct {
+		name, prefix, suffix, out string
+		lines                     int
+		lps                       []float32
+		want                      string
+	}{
+		{name: "blanks after a blank", prefix: "a ", out: "  b", want: "b"},
+		{name: "blank after no blank", prefix: "a", out: " b", want: " b"},
+		{name: "closing bracket after the caret", prefix: "f(", suffix: ")", out: "x)", want: "x"},
+		{name: "closing quote after the caret", prefix: "say \"", suffix: "\"\n", out: "hi\"", want: "hi"},
+		{name: "the start of the caret's line", prefix: "x", suffix: "é!", out: "café", want: "caf"},
+		{name: "blank before the caret's line", prefix: "f(a", suffix: ") + 1", out: ", b )", want: ", b "},
+		{name: "trailing blanks at the end", prefix: "x", out: "foo \t", want: "foo"},
+		{name: "trailing blanks before a blank suffix", prefix: "x", suffix: "  \n", out: "foo ", want: "foo"},
+		{name: "dangling line end", prefix: "x", out: "foo\n", lines: 2, want: "foo"},
+		{name: "blanks before a line end", prefix: "x", out: "foo  \nbar", want: "foo"},
+		// The path rule cuts before the unsure "b": the blank before it goes too.
+		{name: "blank before an unsure token", prefix: "x", out: "foo b", lps: []float32{-0.1, -0.1, -0.1, -0.1, -3}, want: "foo"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := newFake(v, say(tc.out, tc.lps...), Options{Profiles: map[string]Profile{"": {Lines: tc.lines}}})
+			var streamed strings.Builder
+			sug, err := c.Complete(context.Background(), "t", Request{Prefix: tc.prefix, Suffix: tc.suffix},
+				func(s string) { streamed.WriteString(s) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sug.Text != tc.want {
+				t.Errorf("got %q (%s), want %q", sug.Text, sug.Stop, tc.want)
+			}
+			if streamed.String() != sug.Text {
+				t.Errorf("streamed %q, final %q", streamed.String(), sug.Text)
+			}
+		})
+	}
+}
