@@ -132,3 +132,65 @@ func TestFitsCaret(t *testing.T) {
 		})
 	}
 }
+
+// TestWordLogprob: a suggestion is dropped when the tokens through its first word are less
+// likely than MinWordLogprob, before any of it shows; the rest only answers to the path rule.
+func TestWordLogprob(t *testing.T) {
+	v := newFakeVocab(nil, starcoderFIM, false)
+	cases := []struct {
+		name, out string
+		lps       []float32
+		want      string
+	}{
+		{"sure word, sure rest", "foo bar", []float32{-0.1, -0.1, -0.1, -0.1, -0.1, -0.1, -0.1}, "foo bar"},
+		{"unsure word", "foo bar", []float32{-0.2, -0.2, -0.2, -0.1, -0.1, -0.1, -0.1}, ""},
+		// The word is judged with the token that ends it ("x" makes it "foox").
+		{"unsure at the word's last token", "foox bar", []float32{-0.1, -0.1, -0.1, -0.4, -0.1, -0.1, -0.1, -0.1}, ""},
+		{"sure word, rest cut by the path", "foo bar", []float32{-0.1, -0.1, -0.1, -0.1, -1, -1, -1}, "foo ba"},
+		{"punctuation is a word", "(x", []float32{-0.6, -0.1}, ""},
+		{"sure punctuation", "(x", []float32{-0.3, -0.1}, "(x"},
+		{"the whole suggestion is the word", "foo", []float32{-0.1, -0.1, -0.1}, "foo"},
+		{"blanks before the word count", " foo", []float32{-0.3, -0.1, -0.1, -0.1}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := newFake(v, say(tc.out, tc.lps...), Options{MinPathLogprob: -3, MinWordLogprob: -0.5})
+			var streamed strings.Builder
+			sug, err := c.Complete(context.Background(), "t", Request{Prefix: ">"}, func(s string) { streamed.WriteString(s) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sug.Text != tc.want {
+				t.Errorf("got %q (%s), want %q", sug.Text, sug.Stop, tc.want)
+			}
+			if streamed.String() != sug.Text {
+				t.Errorf("streamed %q, final %q: a suggestion shows only once it is kept", streamed.String(), sug.Text)
+			}
+		})
+	}
+}
+
+// TestMinChars: a suggestion of fewer than MinChars code points, blanks around it not
+// counted, is dropped before any of it shows.
+func TestMinChars(t *testing.T) {
+	v := newFakeVocab([]string{"é€"}, starcoderFIM, false)
+	for _, tc := range []struct{ out, want string }{
+		{"ab", ""},
+		{"abc", "abc"},
+		{"  ab", ""},
+		{" ab\n", ""},
+		{"é€x", "é€x"},
+		{"é€", ""}, // 5 bytes, 2 characters
+		{"x.y", "x.y"},
+	} {
+		c, _ := newFake(v, say(tc.out), Options{MinChars: 3})
+		var streamed strings.Builder
+		sug, err := c.Complete(context.Background(), "t", Request{Prefix: ">"}, func(s string) { streamed.WriteString(s) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sug.Text != tc.want || streamed.String() != sug.Text {
+			t.Errorf("%q: got %q (%s), streamed %q, want %q", tc.out, sug.Text, sug.Stop, streamed.String(), tc.want)
+		}
+	}
+}

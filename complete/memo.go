@@ -2,7 +2,9 @@ package complete
 
 import (
 	"context"
+	"encoding/gob"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/layaapp/laya/engine"
@@ -15,30 +17,34 @@ import (
 // every request sets alike. A prompt the memo has not seen is generated to its end (MaxTokens
 // or a stop token) whatever the filter says, so that stricter and looser gating can reuse it.
 type Memo struct {
-	m *engine.Model
+	m lm
 
 	mu   sync.Mutex
 	runs map[string]memoRun
 }
 
 type memoRun struct {
-	tokens []engine.Token
-	res    engine.Result
+	Tokens []engine.Token
+	Res    engine.Result
 }
 
 // NewMemo returns an empty Memo on m.
 func NewMemo(m *engine.Model) *Memo {
-	return &Memo{m: m, runs: map[string]memoRun{}}
+	return newMemo(lm{
+		vocab:      m.Tokenizer(),
+		newSession: func() generator { return m.NewSession() },
+		context:    m.Info().Context,
+	})
 }
+
+func newMemo(m lm) *Memo { return &Memo{m: m, runs: map[string]memoRun{}} }
 
 // Completer returns a Completer on the memo's model with opt whose generations go through
 // the memo.
 func (mm *Memo) Completer(opt Options) *Completer {
-	return newCompleter(lm{
-		vocab:      mm.m.Tokenizer(),
-		newSession: func() generator { return &memoSession{memo: mm, gen: mm.m.NewSession()} },
-		context:    mm.m.Info().Context,
-	}, opt)
+	m := mm.m
+	m.newSession = func() generator { return &memoSession{memo: mm, gen: mm.m.newSession()} }
+	return newCompleter(m, opt)
 }
 
 // Prompts is how many distinct prompts the memo holds.
@@ -48,9 +54,30 @@ func (mm *Memo) Prompts() int {
 	return len(mm.runs)
 }
 
+// Save writes what the memo holds, for Load on the same model.
+func (mm *Memo) Save(w io.Writer) error {
+	mm.mu.Lock()
+	defer mm.mu.Unlock()
+	return gob.NewEncoder(w).Encode(mm.runs)
+}
+
+// Load adds what Save wrote, which must come from the same model: the memo cannot tell.
+func (mm *Memo) Load(r io.Reader) error {
+	runs := map[string]memoRun{}
+	if err := gob.NewDecoder(r).Decode(&runs); err != nil {
+		return fmt.Errorf("complete: reading a memo: %w", err)
+	}
+	mm.mu.Lock()
+	defer mm.mu.Unlock()
+	for k, v := range runs {
+		mm.runs[k] = v
+	}
+	return nil
+}
+
 type memoSession struct {
 	memo *Memo
-	gen  *engine.Session
+	gen  generator
 }
 
 func (s *memoSession) Generate(ctx context.Context, prompt []int32, p engine.Sampling, emit func(engine.Token) error) (engine.Result, error) {
@@ -59,7 +86,7 @@ func (s *memoSession) Generate(ctx context.Context, prompt []int32, p engine.Sam
 	run, ok := s.memo.runs[key]
 	s.memo.mu.Unlock()
 	if ok {
-		for _, t := range run.tokens {
+		for _, t := range run.Tokens {
 			if err := ctx.Err(); err != nil {
 				return engine.Result{PromptTokens: len(prompt), Stop: "canceled"}, err
 			}
@@ -67,7 +94,7 @@ func (s *memoSession) Generate(ctx context.Context, prompt []int32, p engine.Sam
 				return engine.Result{PromptTokens: len(prompt), Stop: "canceled"}, err
 			}
 		}
-		return run.res, nil
+		return run.Res, nil
 	}
 	var (
 		tokens  []engine.Token
@@ -84,7 +111,7 @@ func (s *memoSession) Generate(ctx context.Context, prompt []int32, p engine.Sam
 		return res, err
 	}
 	s.memo.mu.Lock()
-	s.memo.runs[key] = memoRun{tokens: tokens, res: res}
+	s.memo.runs[key] = memoRun{Tokens: tokens, Res: res}
 	s.memo.mu.Unlock()
 	if emitErr != nil {
 		res.Stop = "canceled"

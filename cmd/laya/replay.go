@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -53,6 +54,7 @@ func runReplay(args []string) error {
 	sweep := fs.String("sweep", "", "replay once per gating setting, each computing only the prompts the ones before did not: "+
 		"settings separated by ';', each 'off' or key=value pairs separated by ',' with keys "+strings.Join(slices.Sorted(maps.Keys(sweepKeys)), ", ")+
 		" (as the flags; the gating flags are ignored)")
+	memoPath := fs.String("memo", "", "with --sweep: a file of the model's output per prompt, read if it exists and written after each setting, so a later sweep of the same model and text computes only new prompts")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -97,7 +99,7 @@ func runReplay(args []string) error {
 	defer model.Close()
 	ro := replay.Options{Text: text, Mode: m, PauseMS: *pause, CPS: *cps, MaxTokens: *maxTokens}
 	if settings != nil {
-		return runSweep(model, ro, settings, *asJSON)
+		return runSweep(model, ro, settings, *memoPath, *asJSON)
 	}
 	comp := complete.New(model, opt)
 	defer comp.Close()
@@ -212,8 +214,19 @@ type sweepResult struct {
 // runSweep replays ro once per gating setting through one memo of the model's output. The
 // counts are those of separate runs; the latency of all but the first run is not the
 // engine's (a remembered prompt takes no time) and is not printed.
-func runSweep(model *engine.Model, ro replay.Options, settings []string, asJSON bool) error {
+func runSweep(model *engine.Model, ro replay.Options, settings []string, memoPath string, asJSON bool) error {
 	memo := complete.NewMemo(model)
+	if memoPath != "" {
+		if f, err := os.Open(memoPath); err == nil {
+			err = memo.Load(f)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("--memo %s: %w", memoPath, err)
+			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
 	var out []sweepResult
 	for _, s := range settings {
 		opt, err := parseGating(s)
@@ -228,6 +241,11 @@ func runSweep(model *engine.Model, ro replay.Options, settings []string, asJSON 
 			return fmt.Errorf("--sweep %q: %w", s, err)
 		}
 		out = append(out, sweepResult{Gating: strings.TrimSpace(s), Report: rep})
+		if memoPath != "" {
+			if err := saveMemo(memo, memoPath); err != nil {
+				return err
+			}
+		}
 		if !asJSON {
 			fmt.Printf("%-40s requests %5d  shown %5d  wrong %5d (%4.1f%%)  accepted %5d chars / %4d presses  saved %5.2f%%  (%d prompts computed)\n",
 				strings.TrimSpace(s), rep.Requests, rep.Shown, rep.Wrong, 100*rep.WrongShare, rep.CharsAccepted,
@@ -243,4 +261,22 @@ func runSweep(model *engine.Model, ro replay.Options, settings []string, asJSON 
 		return err
 	}
 	return nil
+}
+
+// saveMemo writes memo to path through a temporary file, so an interrupted write leaves the
+// old file.
+func saveMemo(memo *complete.Memo, path string) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if err := memo.Save(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
