@@ -52,9 +52,9 @@ type filter struct {
 	kept    int  // tokens that contributed to text
 	lpSum   float64
 	// word is set once the text holds its whole first word and the word rule passed it.
-	word    bool
-	stop    string
-	reject  bool
+	word   bool
+	stop   string
+	reject bool
 	// trimLead drops blanks the suggestion starts with while the prefix already ends with one.
 	trimLead bool
 }
