@@ -21,11 +21,21 @@ var errFilterStop = errors.New("complete: suggestion complete")
 // keeps 79% on held-out Python.
 const DefaultMinPathLogprob = -1.0
 
-// DefaultMinWordLogprob is Options.MinWordLogprob's default.
-const DefaultMinWordLogprob = -100.0
+// DefaultMinWordLogprob is Options.MinWordLogprob's default: off. Judging the first word apart
+// from the path cost more keystrokes than it saved wrong suggestions in `laya replay` sweeps
+// (docs/performance.md); the knob stays for sweeps.
+var DefaultMinWordLogprob = math.Inf(-1)
 
-// DefaultMinChars is Options.MinChars's default.
-const DefaultMinChars = 1
+// DefaultMinChars is Options.MinChars's default. Accepting a suggestion of n characters saves
+// at most n-1 keystrokes, so short ones are worth little and, being what the model says when it
+// is unsure how to go on, are often wrong: dropping those under 4 characters brought wrong
+// suggestions from 39% to 28% of those shown and kept 95% of the keystrokes saved (`laya
+// replay --sweep` on app/controller/text.go, docs/performance.md).
+const DefaultMinChars = 4
+
+// DefaultMinShortLogprob is Options.MinShortLogprob's default: a short suggestion is shown when
+// the model is nearly sure of it ("np" after "import numpy as ").
+const DefaultMinShortLogprob = -0.4
 
 // maxSuggestionRunes is the longest suggestion shown, in code points: longer text is more than
 // anyone checks at a glance before accepting it.
@@ -301,7 +311,7 @@ func (f *filter) finish(engineStop string, onText func(string)) Suggestion {
 	if junk(text, f.suffixLine()) != "" {
 		return Suggestion{Stop: stop}
 	}
-	if utf8.RuneCount(bytes.TrimLeftFunc(text, unicode.IsSpace)) < f.opt.MinChars {
+	if utf8.RuneCount(bytes.TrimLeftFunc(text, unicode.IsSpace)) < f.opt.MinChars && f.lpSum < f.opt.MinShortLogprob {
 		return Suggestion{Stop: "short"}
 	}
 	mean := f.lpSum / float64(max(f.kept, 1))

@@ -41,6 +41,7 @@ func TestJunkNeverShown(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			tc.opt.MinChars = 1 // junk is never shown, whatever the gating
 			c, _ := newFake(v, say(tc.out), tc.opt)
 			prefix := tc.prefix
 			if prefix == "" {
@@ -78,7 +79,7 @@ func TestPathLogprob(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, _ := newFake(v, say("abcd", tc.lps...), Options{MinPathLogprob: -2, MinFirstLogprob: -3})
+			c, _ := newFake(v, say("abcd", tc.lps...), Options{MinPathLogprob: -2, MinFirstLogprob: -3, MinChars: 1})
 			sug, err := c.Complete(context.Background(), "t", Request{Prefix: ">"}, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -116,7 +117,7 @@ func TestFitsCaret(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, _ := newFake(v, say(tc.out, tc.lps...), Options{Profiles: map[string]Profile{"": {Lines: tc.lines}}})
+			c, _ := newFake(v, say(tc.out, tc.lps...), Options{MinChars: 1, Profiles: map[string]Profile{"": {Lines: tc.lines}}})
 			var streamed strings.Builder
 			sug, err := c.Complete(context.Background(), "t", Request{Prefix: tc.prefix, Suffix: tc.suffix},
 				func(s string) { streamed.WriteString(s) })
@@ -154,7 +155,7 @@ func TestWordLogprob(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, _ := newFake(v, say(tc.out, tc.lps...), Options{MinPathLogprob: -3, MinWordLogprob: -0.5})
+			c, _ := newFake(v, say(tc.out, tc.lps...), Options{MinPathLogprob: -3, MinWordLogprob: -0.5, MinChars: 1})
 			var streamed strings.Builder
 			sug, err := c.Complete(context.Background(), "t", Request{Prefix: ">"}, func(s string) { streamed.WriteString(s) })
 			if err != nil {
@@ -171,26 +172,32 @@ func TestWordLogprob(t *testing.T) {
 }
 
 // TestMinChars: a suggestion of fewer than MinChars code points, blanks around it not
-// counted, is dropped before any of it shows.
+// counted, is dropped before any of it shows, unless all of it is MinShortLogprob likely.
 func TestMinChars(t *testing.T) {
 	v := newFakeVocab([]string{"é€"}, starcoderFIM, false)
-	for _, tc := range []struct{ out, want string }{
-		{"ab", ""},
-		{"abc", "abc"},
-		{"  ab", ""},
-		{" ab\n", ""},
-		{"é€x", "é€x"},
-		{"é€", ""}, // 5 bytes, 2 characters
-		{"x.y", "x.y"},
+	for _, tc := range []struct {
+		out  string
+		lps  []float32
+		want string
+	}{
+		{"ab", []float32{-0.3, -0.3}, ""},
+		{"ab", []float32{-0.1, -0.1}, "ab"}, // short but sure, with the end of generation (-0.1)
+		{"ab", []float32{-0.1, -0.2}, ""},   // the end of generation makes it -0.4
+		{"abc", []float32{-0.3, -0.3, -0.3}, "abc"},
+		{"  ab", []float32{-0.1, -0.1, -0.2, -0.2}, ""},
+		{" ab\n", []float32{-0.1, -0.1, -0.2, -0.1}, ""}, // the token cut at the line end counts
+		{"é€x", []float32{-0.5, -0.5}, "é€x"},
+		{"é€", []float32{-0.5}, ""}, // 5 bytes, 2 characters
+		{"x.y", []float32{-0.3, -0.3, -0.3}, "x.y"},
 	} {
-		c, _ := newFake(v, say(tc.out), Options{MinChars: 3})
+		c, _ := newFake(v, say(tc.out, tc.lps...), Options{MinChars: 3, MinShortLogprob: -0.35})
 		var streamed strings.Builder
 		sug, err := c.Complete(context.Background(), "t", Request{Prefix: ">"}, func(s string) { streamed.WriteString(s) })
 		if err != nil {
 			t.Fatal(err)
 		}
 		if sug.Text != tc.want || streamed.String() != sug.Text {
-			t.Errorf("%q: got %q (%s), streamed %q, want %q", tc.out, sug.Text, sug.Stop, streamed.String(), tc.want)
+			t.Errorf("%q %v: got %q (%s), streamed %q, want %q", tc.out, tc.lps, sug.Text, sug.Stop, streamed.String(), tc.want)
 		}
 	}
 }

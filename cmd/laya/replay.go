@@ -48,7 +48,8 @@ func runReplay(args []string) error {
 	minFirst := fs.Float64("min-first-logprob", 0, "gating: least log-probability of the first token (0 = default)")
 	minPath := fs.Float64("min-path-logprob", 0, "gating: least log-probability of the whole suggestion; it ends before it would drop below (0 = default)")
 	minWord := fs.Float64("min-word-logprob", 0, "gating: least log-probability of the tokens through the first word (0 = default)")
-	minChars := fs.Int("min-chars", 0, "gating: fewest characters of a suggestion (0 = default)")
+	minChars := fs.Int("min-chars", 0, "gating: fewest characters of a suggestion unless --min-short-logprob passes it (0 = default)")
+	minShort := fs.Float64("min-short-logprob", 0, "gating: least log-probability of a suggestion shorter than --min-chars (0 = default)")
 	minToken := fs.Float64("min-token-logprob", 0, "gating: least log-probability of a later token (0 = default)")
 	minMean := fs.Float64("min-mean-logprob", 0, "gating: least mean log-probability (0 = default)")
 	sweep := fs.String("sweep", "", "replay once per gating setting, each computing only the prompts the ones before did not: "+
@@ -79,7 +80,7 @@ func runReplay(args []string) error {
 		}
 	}
 	opt := complete.Options{MinFirstLogprob: *minFirst, MinPathLogprob: *minPath, MinWordLogprob: *minWord,
-		MinChars: *minChars, MinTokenLogprob: *minToken, MinMeanLogprob: *minMean}
+		MinChars: *minChars, MinShortLogprob: *minShort, MinTokenLogprob: *minToken, MinMeanLogprob: *minMean}
 	if !*gating {
 		opt = ungated()
 	}
@@ -176,6 +177,7 @@ var sweepKeys = map[string]func(*complete.Options, float64){
 	"path":  func(o *complete.Options, v float64) { o.MinPathLogprob = v },
 	"word":  func(o *complete.Options, v float64) { o.MinWordLogprob = v },
 	"chars": func(o *complete.Options, v float64) { o.MinChars = int(v) },
+	"short": func(o *complete.Options, v float64) { o.MinShortLogprob = v },
 	"token": func(o *complete.Options, v float64) { o.MinTokenLogprob = v },
 	"mean":  func(o *complete.Options, v float64) { o.MinMeanLogprob = v },
 }
