@@ -115,9 +115,10 @@ type Backend interface {
 	// [ffn, cols] and dst rows of ffn.
 	GLU(dst, x Buffer, norm Norm, gate, up *tensor.Tensor, act Activation, rows int)
 	// StoreKV stores k and v (rows of [KVHeads*HeadDim]) at positions pos..pos+rows-1 of layer,
-	// rotating each row of k by rope at its position first (nil: no rotation). k is not
-	// changed. The positions continue what the layer holds (pos beyond it would leave a gap);
-	// the layer then holds pos+rows positions.
+	// rotating each row of k by rope at its position first (nil: no rotation). The positions
+	// continue what the layer holds (pos beyond it would leave a gap); the layer then holds
+	// pos+rows positions. The backend may rotate k in place: its contents are unspecified
+	// afterwards.
 	StoreKV(cache KVCache, layer, pos, rows int, k, v Buffer, rope *Rope)
 	// Attention writes to out (rows of [Heads*HeadDim]) causal attention of q (rows of
 	// [Heads*HeadDim]), each row r rotated by rope at position pos+r (nil: no rotation), over
