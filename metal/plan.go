@@ -91,18 +91,23 @@ func (c *Counter) Read(dst []byte, src Arg) { clear(dst) }
 // Close does nothing.
 func (c *Counter) Close() error { return nil }
 
-// Run counts plan as one command buffer, committed and waited for.
-func (c *Counter) Run(plan []Dispatch) error {
+// Submit counts plan as one command buffer committed.
+func (c *Counter) Submit(plan []Dispatch) error {
 	if len(plan) == 0 {
 		return nil
 	}
 	c.counts.Commits++
-	c.counts.HostWaits++
 	c.counts.Dispatches += len(plan)
 	c.counts.Barriers += len(plan) - 1
 	for i := range plan {
 		c.count(&plan[i])
 	}
+	return nil
+}
+
+// Wait counts a host wait.
+func (c *Counter) Wait() error {
+	c.counts.HostWaits++
 	return nil
 }
 

@@ -164,10 +164,31 @@ func (b *Backend) writeStep(c *call) {
 	}
 }
 
-// flush submits the plan, or drops it when an operation failed. At the end of a step
-// (endOfStep) a plan that ran is kept for replay; a flush in the middle of a step (the upload
-// area filled up) makes the step unfit for replay.
+// flush submits the plan (see submit) and waits for everything submitted.
 func (b *Backend) flush(endOfStep bool) error {
+	err := b.submit(endOfStep)
+	if !b.inflight {
+		return err
+	}
+	b.inflight = false
+	if werr := b.dev.Wait(); werr != nil {
+		if err == nil {
+			err = fmt.Errorf("metal: %s: %w", b.dev.Name(), werr)
+		}
+		// A plan that failed on the device is not replayed.
+		b.replaying = false
+		b.pl.reset()
+		b.log = b.log[:0]
+		b.uploadN = 0
+	}
+	b.freeDropped()
+	return err
+}
+
+// submit submits the plan without waiting, or drops it when an operation failed. At the end
+// of a step (endOfStep) a submitted plan is kept for replay; a submit in the middle of a step
+// (the upload area filled up) makes the step unfit for replay.
+func (b *Backend) submit(endOfStep bool) error {
 	if b.replaying {
 		if b.cursor == 0 && b.err == nil {
 			return nil // no call since the last step: nothing to run, and the plan stays
@@ -179,10 +200,10 @@ func (b *Backend) flush(endOfStep bool) error {
 	err := b.err
 	b.err = nil
 	if err == nil && len(b.pl.ds) > 0 {
-		if err = b.dev.Run(b.pl.ds); err != nil {
+		b.inflight = true
+		if err = b.dev.Submit(b.pl.ds); err != nil {
 			err = fmt.Errorf("metal: %s: %w", b.dev.Name(), err)
 		}
-		b.freeDropped()
 	}
 	b.replaying = err == nil && endOfStep && !b.midStep && len(b.pl.ds) > 0
 	b.midStep = !endOfStep

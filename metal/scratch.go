@@ -31,7 +31,7 @@ func (b *Backend) scratchArg(role, n int) (Arg, bool) {
 	}
 	if s.n > 0 {
 		// Dispatches recorded in this step, or kept for replay, still bind the old buffer: it
-		// is freed after the next run, and this step is not kept for replay.
+		// is freed after the next wait, and this step is not kept for replay.
 		b.droppedMu.Lock()
 		b.dropped = append(b.dropped, s.h)
 		b.droppedMu.Unlock()
