@@ -201,6 +201,7 @@ func (b *Backend) submit(endOfStep bool) error {
 	b.err = nil
 	if err == nil && len(b.pl.ds) > 0 {
 		b.inflight = true
+		b.pl.barriers()
 		if err = b.dev.Submit(b.pl.ds); err != nil {
 			err = fmt.Errorf("metal: %s: %w", b.dev.Name(), err)
 		}
