@@ -23,10 +23,17 @@ type Backend struct {
 	pl      plan
 	weights map[*tensor.Tensor]*weight
 	ropes   map[*backend.Rope]Arg
-	// upload holds per-step host data (token ids) until the plan runs.
-	upload              Buf
+	// up are two upload areas for per-step host data (token ids, positions, a pick's uniform
+	// value): a step writes up[cur] while the step before, in flight, may still read the other.
+	// cur flips with every submission; planCur is the parity the kept plan binds (replay.go).
+	up                  [2]Buf
+	cur, planCur        int
 	uploadSize, uploadN int
-	lastRope            ropeRecord
+	// seq counts submissions; done is the last one known finished; used[i] is the last
+	// submission that read up[i].
+	seq, done uint64
+	used      [2]uint64
+	lastRope  ropeRecord
 	// log holds the calls of the plan in pl.ds (see replay.go); while replaying, cursor is the
 	// next call a matching step must make, and stepPos is the first position of the step.
 	log       []call
@@ -37,6 +44,7 @@ type Backend struct {
 	// makes it unfit for replay.
 	midStep bool
 	ids     []int32 // of the Embed call being made
+	u       float32 // of the Pick call being made
 	word    [4]byte
 	caches  uint64
 	sel     selector
@@ -111,19 +119,23 @@ func Float32KV() Option { return func(b *Backend) { b.kvF32 = true } }
 // New returns a backend running on dev; it owns dev and closes it in Close. Its KV caches hold
 // half values unless Float32KV is given.
 func New(dev Device, opts ...Option) (*Backend, error) {
-	up, err := dev.NewBuffer(initialUpload)
-	if err != nil {
-		return nil, fmt.Errorf("metal: %s: upload buffer: %w", dev.Name(), err)
+	var up [2]Buf
+	for i := range up {
+		var err error
+		if up[i], err = dev.NewBuffer(initialUpload); err != nil {
+			return nil, fmt.Errorf("metal: %s: upload buffer: %w", dev.Name(), err)
+		}
 	}
 	b := &Backend{
 		dev:        dev,
 		weights:    map[*tensor.Tensor]*weight{},
 		ropes:      map[*backend.Rope]Arg{},
-		upload:     up,
+		up:         up,
 		uploadSize: initialUpload,
 		lastRope:   ropeRecord{index: -1},
 		stepPos:    -1,
 		recent:     [2]mvRecord{{index: -1}, {index: -1}},
+		sel:        selector{lastPick: -1},
 	}
 	for _, o := range opts {
 		o(b)
@@ -386,29 +398,48 @@ func (b *Backend) recordEmbed(c *call, write bool) {
 		o.w.data, o.w.scales, o.w.biases, c.slot, o.args[0], &p)
 }
 
-// reserve takes n bytes of the upload area for the current step. When the area is full it runs
-// what is recorded so far, so those uploads may be overwritten, and grows the area if it is
-// still too small.
+// reserve takes n bytes of the current upload area for the current step. When the area is
+// full it runs what is recorded so far, so those uploads may be overwritten, and grows the
+// areas if they are still too small.
 func (b *Backend) reserve(n int) (Arg, bool) {
 	n = (n + 15) &^ 15
 	if b.uploadN+n > b.uploadSize {
-		if err := b.flush(false); err != nil {
+		if err := b.flush(false, true); err != nil {
 			b.fail(err)
 			return Arg{}, false
 		}
 		if n > b.uploadSize {
-			up, err := b.dev.NewBuffer(2 * n)
-			if err != nil {
-				b.fail(fmt.Errorf("metal: upload buffer: %w", err))
-				return Arg{}, false
+			for i := range b.up {
+				up, err := b.dev.NewBuffer(2 * n)
+				if err != nil {
+					b.fail(fmt.Errorf("metal: upload buffer: %w", err))
+					return Arg{}, false
+				}
+				b.dev.Free(b.up[i])
+				b.up[i] = up
 			}
-			b.dev.Free(b.upload)
-			b.upload, b.uploadSize = up, 2*n
+			b.uploadSize = 2 * n
 		}
 	}
-	a := Arg{b.upload, uint64(b.uploadN)}
+	up, ok := b.uploadArea()
+	if !ok {
+		return Arg{}, false
+	}
+	a := Arg{up, uint64(b.uploadN)}
 	b.uploadN += n
 	return a, true
+}
+
+// uploadArea returns the upload area the current step writes, after waiting for the
+// submission that last read it when that may still run.
+func (b *Backend) uploadArea() (Buf, bool) {
+	if b.used[b.cur] > b.done {
+		if err := b.waitFor(b.used[b.cur]); err != nil {
+			b.fail(err)
+			return 0, false
+		}
+	}
+	return b.up[b.cur], true
 }
 
 // RMSNorm records a normalization of rows of x into dst (which may be x).
@@ -703,7 +734,8 @@ func (b *Backend) recordAdd(c *call) {
 // Read submits the recorded step and copies the first len(dst) values of src.
 func (b *Backend) Read(dst []float32, src backend.Buffer) error {
 	a, ok := b.buf("read", src, len(dst))
-	if err := b.flush(true); err != nil || !ok {
+	b.sel.npend = 0
+	if err := b.flush(true, true); err != nil || !ok {
 		return err
 	}
 	if len(dst) > 0 {
@@ -713,7 +745,10 @@ func (b *Backend) Read(dst []float32, src backend.Buffer) error {
 }
 
 // Sync submits the recorded step, waits for it and reports the first error since the last Sync.
-func (b *Backend) Sync() error { return b.flush(true) }
+func (b *Backend) Sync() error {
+	b.sel.npend = 0
+	return b.flush(true, true)
+}
 
 // Close releases the device and everything allocated on it.
 func (b *Backend) Close() error { return b.dev.Close() }

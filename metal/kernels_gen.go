@@ -40,6 +40,13 @@ const (
 	mslArgmaxTile      = 4096
 	mslTopkTile        = 1024
 	mslTopkMax         = 64
+	mslPickId          = 0
+	mslPickLse         = 1
+	mslPickFlags       = 2
+	mslPickKeys        = 4
+	mslPickIds         = 68
+	mslPickWords       = 132
+	mslPickUnsure      = 1
 )
 
 // Kernel ids, indices into kernelNames and the emulator's trampoline table.
@@ -85,10 +92,11 @@ const (
 	kKvStore
 	kArgmax
 	kTopk
+	kSamplePick
 )
 
 // kernelNames are the kernel function names, by kernel id.
-var kernelNames = [...]string{"attention", "attention_block", "silu_mul", "gelu_mul", "scale_inplace", "add_inplace", "embed", "matmul", "matvec_f32", "matvec_f16", "matvec_bf16", "matvec_affine4", "matvec_affine8", "matvec_q8_0", "matvec_q4_0", "matvec_q5_0", "matvec_q4_k", "matvec_q5_k", "matvec_q6_k", "matvec_silu_f32", "matvec_silu_f16", "matvec_silu_bf16", "matvec_silu_affine4", "matvec_silu_affine8", "matvec_silu_q8_0", "matvec_silu_q4_0", "matvec_silu_q5_0", "matvec_silu_q4_k", "matvec_silu_q5_k", "matvec_silu_q6_k", "rmsnorm", "causal_conv", "gated_delta", "gated_rmsnorm", "split_heads", "sigmoid_mul", "copy_buf", "rope", "kv_store", "argmax", "topk"}
+var kernelNames = [...]string{"attention", "attention_block", "silu_mul", "gelu_mul", "scale_inplace", "add_inplace", "embed", "matmul", "matvec_f32", "matvec_f16", "matvec_bf16", "matvec_affine4", "matvec_affine8", "matvec_q8_0", "matvec_q4_0", "matvec_q5_0", "matvec_q4_k", "matvec_q5_k", "matvec_q6_k", "matvec_silu_f32", "matvec_silu_f16", "matvec_silu_bf16", "matvec_silu_affine4", "matvec_silu_affine8", "matvec_silu_q8_0", "matvec_silu_q4_0", "matvec_silu_q5_0", "matvec_silu_q4_k", "matvec_silu_q5_k", "matvec_silu_q6_k", "rmsnorm", "causal_conv", "gated_delta", "gated_rmsnorm", "split_heads", "sigmoid_mul", "copy_buf", "rope", "kv_store", "argmax", "topk", "sample_pick"}
 
 // mslAttnParams mirrors the kernels' struct AttnParams (7 words).
 type mslAttnParams struct {
@@ -296,6 +304,27 @@ func (s *mslMatVecParams) encode(w []uint32) int {
 	w[n] = s.biasDT
 	n++
 	w[n] = s.addTo
+	n++
+	return n
+}
+
+// mslPickParams mirrors the kernels' struct PickParams (4 words).
+type mslPickParams struct {
+	groups  uint32
+	k       uint32
+	top     uint32
+	invTemp float32
+}
+
+func (s *mslPickParams) encode(w []uint32) int {
+	n := 0
+	w[n] = s.groups
+	n++
+	w[n] = s.k
+	n++
+	w[n] = s.top
+	n++
+	w[n] = math.Float32bits(s.invTemp)
 	n++
 	return n
 }
@@ -947,14 +976,15 @@ func (pl *plan) encKvStore(groups, threads [3]uint32, k, v, invFreq, kcache, vca
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 
-// encArgmax records kernel argmax with buffers in, inIds, outKeys, outIds at [[buffer(0..3)]] and params at [[buffer(4)]].
-func (pl *plan) encArgmax(groups, threads [3]uint32, in, inIds, outKeys, outIds Arg, p *mslSelectParams) {
+// encArgmax records kernel argmax with buffers in, inIds, outKeys, outIds, part at [[buffer(0..4)]] and params at [[buffer(5)]].
+func (pl *plan) encArgmax(groups, threads [3]uint32, in, inIds, outKeys, outIds, part Arg, p *mslSelectParams) {
 	d := pl.next(kArgmax, groups, threads)
 	d.Args[0] = in
 	d.Args[1] = inIds
 	d.Args[2] = outKeys
 	d.Args[3] = outIds
-	d.NArgs = 4
+	d.Args[4] = part
+	d.NArgs = 5
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 
@@ -966,5 +996,17 @@ func (pl *plan) encTopk(groups, threads [3]uint32, in, inIds, outKeys, outIds Ar
 	d.Args[2] = outKeys
 	d.Args[3] = outIds
 	d.NArgs = 4
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encSamplePick records kernel sample_pick with buffers winKeys, winIds, part, step, res at [[buffer(0..4)]] and params at [[buffer(5)]].
+func (pl *plan) encSamplePick(groups, threads [3]uint32, winKeys, winIds, part, step, res Arg, p *mslPickParams) {
+	d := pl.next(kSamplePick, groups, threads)
+	d.Args[0] = winKeys
+	d.Args[1] = winIds
+	d.Args[2] = part
+	d.Args[3] = step
+	d.Args[4] = res
+	d.NArgs = 5
 	d.NParams = uint32(p.encode(d.Params[:]))
 }

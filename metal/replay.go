@@ -3,6 +3,7 @@ package metal
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"unsafe"
 )
 
@@ -35,6 +36,8 @@ const (
 	callSplitHeads
 	callSigmoidMul
 	callCopy
+	callPick
+	callEmbedPicked
 )
 
 // callOp is everything the dispatches recorded for a call depend on, apart from the per-step
@@ -44,7 +47,7 @@ type callOp struct {
 	w, bias                 *weight
 	args                    [6]Arg
 	rows, n, heads, kvHeads int
-	headDim, k              int
+	headDim, k, topK        int
 	style                   uint32
 	pairs, window           int
 	eps, offset, scale      float32
@@ -92,6 +95,7 @@ func (b *Backend) diverge() {
 	n := b.cursor
 	b.replaying, b.cursor = false, 0
 	b.pl.reset()
+	b.planCur = b.cur
 	b.uploadN = 0
 	b.barrier()
 	for i := range n {
@@ -135,6 +139,10 @@ func (b *Backend) record(c *call, write bool) {
 		b.recordSigmoidMul(c)
 	case callCopy:
 		b.recordCopy(c)
+	case callPick:
+		b.recordPick(c, write)
+	case callEmbedPicked:
+		b.recordEmbedPicked(c)
 	}
 }
 
@@ -155,25 +163,39 @@ func (b *Backend) slot(c *call, write bool) bool {
 	return true
 }
 
-// writeStep stores c's per-step values in its slot: the token ids of the Embed being made
-// (non-negative, so their int32 bytes are the uint32 the kernel reads) or the position.
+// writeStep stores c's per-step values in its slot of the current upload area: the token ids
+// of the Embed being made (non-negative, so their int32 bytes are the uint32 the kernel reads),
+// the position, or a pick's uniform value.
 func (b *Backend) writeStep(c *call) {
+	up, ok := b.uploadArea()
+	if !ok {
+		return
+	}
+	slot := Arg{up, c.slot.Off}
 	switch c.op.kind {
 	case callEmbed:
-		b.dev.Write(c.slot, int32Bytes(b.ids))
+		b.dev.Write(slot, int32Bytes(b.ids))
 	case callRope, callAttention:
 		binary.LittleEndian.PutUint32(b.word[:], uint32(c.pos))
-		b.dev.Write(c.slot, b.word[:])
+		b.dev.Write(slot, b.word[:])
+	case callPick:
+		binary.LittleEndian.PutUint32(b.word[:], math.Float32bits(b.u))
+		b.dev.Write(slot, b.word[:])
 	}
 }
 
-// flush submits the plan, or drops it when an operation failed. At the end of a step
-// (endOfStep) a plan that ran is kept for replay; a flush in the middle of a step (the upload
-// area filled up) makes the step unfit for replay.
-func (b *Backend) flush(endOfStep bool) error {
+// flush submits the plan, or drops it when an operation failed, and with wait waits for it
+// and everything before. At the end of a step (endOfStep) a plan that was submitted is kept for
+// replay; a flush in the middle of a step (the upload area filled up) makes the step unfit for
+// replay.
+func (b *Backend) flush(endOfStep, wait bool) error {
 	if b.replaying {
 		if b.cursor == 0 && b.err == nil {
-			return nil // no call since the last step: nothing to run, and the plan stays
+			// No call since the last step: nothing to run, and the plan stays.
+			if wait {
+				return b.waitFor(b.seq)
+			}
+			return nil
 		}
 		if b.cursor < len(b.log) {
 			b.diverge()
@@ -181,22 +203,77 @@ func (b *Backend) flush(endOfStep bool) error {
 	}
 	err := b.err
 	b.err = nil
+	ran := false
 	if err == nil && len(b.pl.ds) > 0 {
-		if err = b.dev.Run(b.pl.ds); err != nil {
-			err = fmt.Errorf("metal: %s: %w", b.dev.Name(), err)
+		if b.planCur != b.cur {
+			b.swapParity()
 		}
-		b.freeDropped()
+		if err = b.submit(b.pl.ds); err != nil {
+			err = fmt.Errorf("metal: %s: %w", b.dev.Name(), err)
+		} else {
+			ran = true
+			b.used[b.cur] = b.seq
+			b.sel.lastPick = -1
+			if b.sel.stepPicks > 0 {
+				b.sel.resSeq[b.cur], b.sel.lastPick = b.seq, b.cur
+			}
+			b.cur ^= 1
+		}
 	}
-	b.replaying = err == nil && endOfStep && !b.midStep && len(b.pl.ds) > 0
+	if !ran {
+		// The step's picks were not made.
+		b.sel.npend -= b.sel.stepPicks
+	}
+	b.sel.stepPicks = 0
+	if wait {
+		if werr := b.waitFor(b.seq); err == nil {
+			err = werr
+		}
+	}
+	b.replaying = ran && endOfStep && !b.midStep
 	b.midStep = !endOfStep
 	b.cursor, b.stepPos = 0, -1
 	if !b.replaying {
 		b.pl.reset()
+		b.planCur = b.cur
 		b.log = b.log[:0]
 		b.uploadN = 0
 	}
 	b.barrier()
 	return err
+}
+
+// swapParity makes the kept plan bind the other upload and pick result areas, those of the
+// current step.
+func (b *Backend) swapParity() {
+	swap := [4][2]Buf{{b.up[0], b.up[1]}, {b.up[1], b.up[0]}, {b.sel.res[0], b.sel.res[1]}, {b.sel.res[1], b.sel.res[0]}}
+	for i := range b.pl.ds {
+		d := &b.pl.ds[i]
+		for j := range d.NArgs {
+			for _, s := range swap {
+				if d.Args[j].Buf == s[0] && s[0] != 0 {
+					d.Args[j].Buf = s[1]
+					break
+				}
+			}
+		}
+	}
+	b.planCur = b.cur
+}
+
+// submit hands the plan to the device; the step is submission b.seq.
+func (b *Backend) submit(ds []Dispatch) error {
+	b.seq++
+	err := b.dev.Run(ds)
+	b.done = b.seq
+	b.freeDropped()
+	return err
+}
+
+// waitFor waits until submission seq has finished.
+func (b *Backend) waitFor(seq uint64) error {
+	b.done = max(b.done, seq)
+	return nil
 }
 
 func int32Bytes(v []int32) []byte {
