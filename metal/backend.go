@@ -15,8 +15,9 @@ import (
 // Backend implements backend.Backend on a Device. Operations only append dispatches to the
 // step's plan (no allocation once the plan has grown to a step's size), or, when the step
 // repeats the last one's calls, only update per-step values of the kept plan (replay.go); Read
-// and Sync submit the plan in one Device.Run call. Errors of an operation are kept and reported by the next Sync or
-// Read, as the interface asks; a step with an error is dropped, not run. Like every backend, it
+// and Sync submit the plan in one Device.Submit call and wait for it, Commit submits it without
+// waiting. Errors of an operation are kept and reported by the next Sync, Read or Commit, as
+// the interface asks; a step with an error is dropped, not run. Like every backend, it
 // is used by one goroutine at a time (the engine serializes forward passes).
 type Backend struct {
 	dev     Device
@@ -53,7 +54,7 @@ type Backend struct {
 	// residual add into the mat-vec that produced its operand.
 	recent [2]mvRecord
 	err    error
-	// dropped are buffers of unreachable KV caches, freed after the next Run so no recorded
+	// dropped are buffers of unreachable KV caches, freed after the next wait so no submitted
 	// dispatch can still use them.
 	droppedMu sync.Mutex
 	dropped   []Buf
@@ -404,7 +405,7 @@ func (b *Backend) recordEmbed(c *call, write bool) {
 func (b *Backend) reserve(n int) (Arg, bool) {
 	n = (n + 15) &^ 15
 	if b.uploadN+n > b.uploadSize {
-		if err := b.flush(false, true); err != nil {
+		if err := b.flush(false); err != nil {
 			b.fail(err)
 			return Arg{}, false
 		}
@@ -731,11 +732,12 @@ func (b *Backend) recordAdd(c *call) {
 	b.pl.encAddInplace(groups1(n, 256), [3]uint32{256, 1, 1}, d, s, &mslEltParams{n: uint32(n)})
 }
 
-// Read submits the recorded step and copies the first len(dst) values of src.
+// Read submits the recorded step, waits for it and everything committed before, and copies
+// the first len(dst) values of src. Picks not yet reported are dropped.
 func (b *Backend) Read(dst []float32, src backend.Buffer) error {
 	a, ok := b.buf("read", src, len(dst))
 	b.sel.npend = 0
-	if err := b.flush(true, true); err != nil || !ok {
+	if err := b.flush(true); err != nil || !ok {
 		return err
 	}
 	if len(dst) > 0 {
@@ -744,11 +746,19 @@ func (b *Backend) Read(dst []float32, src backend.Buffer) error {
 	return nil
 }
 
-// Sync submits the recorded step, waits for it and reports the first error since the last Sync.
+// Sync submits the recorded step, waits for it and everything committed before, and reports
+// the first error since the last Sync. Picks not yet reported are dropped.
 func (b *Backend) Sync() error {
 	b.sel.npend = 0
-	return b.flush(true, true)
+	return b.flush(true)
 }
+
+// Commit submits the recorded step without waiting for it, so the device works while the host
+// goes on; the next Read or Sync waits for it. It reports the errors of the recorded operations
+// and those the device sees at submission; errors while the step runs come with that Read or
+// Sync. The next step's calls write their per-step values into the other of two upload areas
+// (replay.go), so one step can be recorded and committed while the one before runs.
+func (b *Backend) Commit() error { return b.submit(true) }
 
 // Close releases the device and everything allocated on it.
 func (b *Backend) Close() error { return b.dev.Close() }

@@ -45,8 +45,8 @@ type Dispatch struct {
 	Params  [maxParams]uint32
 }
 
-// Device is what the backend needs from a GPU: shared-memory buffers and ordered execution of a
-// step's dispatches.
+// Device is what the backend needs from a GPU: shared-memory buffers and ordered, asynchronous
+// execution of a step's dispatches.
 type Device interface {
 	// Name identifies the device in errors and Backend.Name.
 	Name() string
@@ -56,11 +56,24 @@ type Device interface {
 	Wrap(data []byte) (Arg, error)
 	// Free releases a buffer from NewBuffer.
 	Free(b Buf)
-	// Write copies src to the buffer at a byte offset; Read copies out of it. Neither waits.
+	// Write copies src to the buffer at a byte offset; Read copies out of it. Neither waits: a
+	// buffer that submitted work still reads or writes must not be touched before Wait.
 	Write(dst Arg, src []byte)
 	Read(dst []byte, src Arg)
-	// Run executes the dispatches in order, each seeing the writes of those before, and waits.
-	Run(plan []Dispatch) error
+	// Submit starts the dispatches and returns without waiting for them; the device has taken
+	// what it needs from plan when it returns, so the caller may reuse it. Plans run in the
+	// order submitted, each after the one before has finished. Within a plan a dispatch whose
+	// Barrier is 1 sees the writes of every dispatch before it; one whose Barrier is 0 may run
+	// concurrently with the dispatches since the last barrier. The error is one Submit can see
+	// at once (an unknown kernel, a freed buffer); failures while running are reported by Wait.
+	Submit(plan []Dispatch) error
+	// Wait blocks until everything submitted has finished and returns the first error since
+	// the last Wait.
+	Wait() error
+	// WaitPrevious blocks until everything submitted before the last Submit has finished, while
+	// the last plan may still run (the next step, queued behind the one the host waits for),
+	// and returns the first error since the last wait.
+	WaitPrevious() error
 	// Close releases the device and every buffer.
 	Close() error
 }

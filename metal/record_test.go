@@ -20,7 +20,9 @@ func (d *nullDevice) Wrap([]byte) (Arg, error)   { d.next++; return Arg{Buf: d.n
 func (d *nullDevice) Free(Buf)                   {}
 func (d *nullDevice) Write(Arg, []byte)          {}
 func (d *nullDevice) Read([]byte, Arg)           {}
-func (d *nullDevice) Run(p []Dispatch) error     { d.dispatches += len(p); return nil }
+func (d *nullDevice) Submit(p []Dispatch) error  { d.dispatches += len(p); return nil }
+func (d *nullDevice) Wait() error                { return nil }
+func (d *nullDevice) WaitPrevious() error        { return nil }
 func (d *nullDevice) Close() error               { return nil }
 
 // stepModel issues the operations of one Llama decode step the way the engine does, on zero

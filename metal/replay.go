@@ -184,18 +184,23 @@ func (b *Backend) writeStep(c *call) {
 	}
 }
 
-// flush submits the plan, or drops it when an operation failed, and with wait waits for it
-// and everything before. At the end of a step (endOfStep) a plan that was submitted is kept for
-// replay; a flush in the middle of a step (the upload area filled up) makes the step unfit for
-// replay.
-func (b *Backend) flush(endOfStep, wait bool) error {
+// flush submits the plan (see submit) and waits for everything submitted.
+func (b *Backend) flush(endOfStep bool) error {
+	err := b.submit(endOfStep)
+	if werr := b.waitFor(b.seq); err == nil {
+		err = werr
+	}
+	return err
+}
+
+// submit submits the plan without waiting, or drops it when an operation failed. At the end
+// of a step (endOfStep) a submitted plan is kept for replay; a submit in the middle of a step
+// (the upload area filled up) makes the step unfit for replay. Each submission flips the
+// parity of the upload and pick result areas the next step writes.
+func (b *Backend) submit(endOfStep bool) error {
 	if b.replaying {
 		if b.cursor == 0 && b.err == nil {
-			// No call since the last step: nothing to run, and the plan stays.
-			if wait {
-				return b.waitFor(b.seq)
-			}
-			return nil
+			return nil // no call since the last step: nothing to run, and the plan stays
 		}
 		if b.cursor < len(b.log) {
 			b.diverge()
@@ -208,10 +213,11 @@ func (b *Backend) flush(endOfStep, wait bool) error {
 		if b.planCur != b.cur {
 			b.swapParity()
 		}
-		if err = b.submit(b.pl.ds); err != nil {
+		if err = b.dev.Submit(b.pl.ds); err != nil {
 			err = fmt.Errorf("metal: %s: %w", b.dev.Name(), err)
 		} else {
 			ran = true
+			b.seq++
 			b.used[b.cur] = b.seq
 			b.sel.lastPick = -1
 			if b.sel.stepPicks > 0 {
@@ -225,11 +231,6 @@ func (b *Backend) flush(endOfStep, wait bool) error {
 		b.sel.npend -= b.sel.stepPicks
 	}
 	b.sel.stepPicks = 0
-	if wait {
-		if werr := b.waitFor(b.seq); err == nil {
-			err = werr
-		}
-	}
 	b.replaying = ran && endOfStep && !b.midStep
 	b.midStep = !endOfStep
 	b.cursor, b.stepPos = 0, -1
@@ -261,18 +262,28 @@ func (b *Backend) swapParity() {
 	b.planCur = b.cur
 }
 
-// submit hands the plan to the device; the step is submission b.seq.
-func (b *Backend) submit(ds []Dispatch) error {
-	b.seq++
-	err := b.dev.Run(ds)
-	b.done = b.seq
-	b.freeDropped()
-	return err
-}
-
-// waitFor waits until submission seq has finished.
+// waitFor waits until submission seq has finished: for the one before the last, the last
+// may still run (the step queued behind it).
 func (b *Backend) waitFor(seq uint64) error {
-	b.done = max(b.done, seq)
+	if seq <= b.done {
+		return nil
+	}
+	var err error
+	if seq < b.seq {
+		err, b.done = b.dev.WaitPrevious(), b.seq-1
+	} else {
+		err, b.done = b.dev.Wait(), b.seq
+		b.freeDropped()
+	}
+	if err != nil {
+		// A plan that failed on the device is not replayed.
+		b.replaying = false
+		b.pl.reset()
+		b.planCur = b.cur
+		b.log = b.log[:0]
+		b.uploadN = 0
+		return fmt.Errorf("metal: %s: %w", b.dev.Name(), err)
+	}
 	return nil
 }
 

@@ -86,7 +86,7 @@ func (b *Backend) top(src backend.Buffer, n, k int) error {
 		b.emit(call{op: callOp{kind: callSelect, args: [6]Arg{a, {Buf: b.sel.scratch}}, n: n, k: k}})
 	}
 	b.sel.npend = 0
-	if err := b.flush(true, true); err != nil {
+	if err := b.flush(true); err != nil {
 		return err
 	}
 	b.dev.Read(unsafe.Slice((*byte)(unsafe.Pointer(&b.sel.keys[0])), 4*k), Arg{b.sel.scratch, 0})
@@ -296,9 +296,6 @@ func (b *Backend) recordEmbedPicked(c *call) {
 	b.pl.encEmbed([3]uint32{(o.w.desc.cols + 63) / 64, 1, 1}, [3]uint32{64, 1, 1},
 		o.w.data, o.w.scales, o.w.biases, Arg{b.sel.res[b.cur^1], 4 * mslPickId}, o.args[0], &p)
 }
-
-// Commit implements backend.Sampler.
-func (b *Backend) Commit() error { return b.flush(true, false) }
 
 // Picked implements backend.Sampler.
 func (b *Backend) Picked(p *backend.Pick) error {
