@@ -37,6 +37,7 @@ type selector struct {
 	scratch   Buf
 	cap       int
 	keys, ids [MaxTopK]uint32
+	head      [4]uint32 // a pick's id, log-sum-exp and flags, as read back
 	// res are the result areas of picks, used by alternate steps: the step after a pick reads
 	// its id from one while writing its own pick to the other. resSeq[i] is the submission that
 	// last wrote res[i].
@@ -311,7 +312,7 @@ func (b *Backend) Picked(p *backend.Pick) error {
 	if err := b.waitFor(b.sel.resSeq[pk.res]); err != nil {
 		return err
 	}
-	var head [4]uint32
+	head := &b.sel.head
 	res := b.sel.res[pk.res]
 	b.dev.Read(unsafe.Slice((*byte)(unsafe.Pointer(&head[0])), 16), Arg{res, 0})
 	b.dev.Read(unsafe.Slice((*byte)(unsafe.Pointer(&b.sel.keys[0])), 4*pk.top), Arg{res, 4 * mslPickKeys})
