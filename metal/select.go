@@ -133,7 +133,6 @@ func (b *Backend) selectScratch(n, k int) bool {
 
 // recordSelect records the selection of the Selector's top k into the scratch's result.
 func (b *Backend) recordSelect(c *call) {
-	b.barrier()
 	o := &c.op
 	scratch := o.args[1].Buf
 	b.recordTop(o.args[0], o.n, o.k, scratch, Arg{scratch, 0}, Arg{scratch, 4 * MaxTopK})
@@ -255,7 +254,6 @@ func (b *Backend) pickAreas() bool {
 }
 
 func (b *Backend) recordPick(c *call, write bool) {
-	b.barrier()
 	if !b.slot(c, write) {
 		return
 	}
@@ -291,7 +289,6 @@ func (b *Backend) EmbedPicked(dst backend.Buffer, table *tensor.Tensor) {
 }
 
 func (b *Backend) recordEmbedPicked(c *call) {
-	b.barrier()
 	o := &c.op
 	p := mslEmbedParams{w: o.w.desc, count: 1}
 	b.pl.encEmbed([3]uint32{(o.w.desc.cols + 63) / 64, 1, 1}, [3]uint32{64, 1, 1},
