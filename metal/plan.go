@@ -218,6 +218,10 @@ func (c *Counter) count(d *Dispatch) {
 		k.ActivationBytes += 3 * f * int64(params[mslEltParams](d).n)
 	case kScaleInplace:
 		k.ActivationBytes += 2 * f * int64(params[mslScaleParams](d).n)
+	case kSamplePick:
+		// The first argmax stage's winners and partial sums, the result area.
+		p := params[mslPickParams](d)
+		k.ActivationBytes += f * (4*int64(p.groups) + 2*int64(max(p.top, 1)) + 3)
 	case kArgmax, kTopk:
 		p := params[mslSelectParams](d)
 		per := int64(f)
