@@ -8,6 +8,7 @@ package metal
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 )
 
@@ -45,8 +46,8 @@ type Dispatch struct {
 	Params  [maxParams]uint32
 }
 
-// Device is what the backend needs from a GPU: shared-memory buffers and ordered execution of a
-// step's dispatches.
+// Device is what the backend needs from a GPU: shared-memory buffers and ordered, asynchronous
+// execution of a step's dispatches.
 type Device interface {
 	// Name identifies the device in errors and Backend.Name.
 	Name() string
@@ -56,11 +57,24 @@ type Device interface {
 	Wrap(data []byte) (Arg, error)
 	// Free releases a buffer from NewBuffer.
 	Free(b Buf)
-	// Write copies src to the buffer at a byte offset; Read copies out of it. Neither waits.
+	// Write copies src to the buffer at a byte offset; Read copies out of it. Neither waits: a
+	// buffer that submitted work still reads or writes must not be touched before Wait.
 	Write(dst Arg, src []byte)
 	Read(dst []byte, src Arg)
-	// Run executes the dispatches in order, each seeing the writes of those before, and waits.
-	Run(plan []Dispatch) error
+	// Submit starts the dispatches and returns without waiting for them; the device has taken
+	// what it needs from plan when it returns, so the caller may reuse it. Plans run in the
+	// order submitted, each after the one before has finished. Within a plan a dispatch whose
+	// Barrier is 1 sees the writes of every dispatch before it; one whose Barrier is 0 may run
+	// concurrently with the dispatches since the last barrier. The error is one Submit can see
+	// at once (an unknown kernel, a freed buffer); failures while running are reported by Wait.
+	Submit(plan []Dispatch) error
+	// Wait blocks until everything submitted has finished and returns the first error since
+	// the last Wait.
+	Wait() error
+	// WaitPrevious blocks until everything submitted before the last Submit has finished, while
+	// the last plan may still run (the next step, queued behind the one the host waits for),
+	// and returns the first error since the last wait.
+	WaitPrevious() error
 	// Close releases the device and every buffer.
 	Close() error
 }
@@ -68,16 +82,128 @@ type Device interface {
 // plan accumulates a step's dispatches; its slice is reused from step to step.
 type plan struct {
 	ds []Dispatch
+	// final is set once barriers has set the flags of ds; appending clears it.
+	final bool
 }
 
 func (pl *plan) next(k kernelID, groups, threads [3]uint32) *Dispatch {
 	pl.ds = append(pl.ds, Dispatch{})
+	pl.final = false
 	d := &pl.ds[len(pl.ds)-1]
-	d.Kernel, d.Groups, d.Threads, d.Barrier = k, groups, threads, 1
+	d.Kernel, d.Groups, d.Threads = k, groups, threads
 	return d
 }
 
-func (pl *plan) reset() { pl.ds = pl.ds[:0] }
+func (pl *plan) reset() { pl.ds, pl.final = pl.ds[:0], false }
+
+// barriers sets each dispatch's Barrier flag: a dispatch needs a barrier only where it reads
+// or writes a buffer range that a dispatch since the last barrier wrote, or writes one that
+// such a dispatch read (kernelWrites says which bindings a kernel writes). A binding covers the
+// bytes bindingBytes knows from the kernel's parameters, else the rest of its buffer. The first
+// dispatch has none; the device orders it after the plans submitted before. A replayed plan
+// keeps its flags.
+func (pl *plan) barriers() {
+	if pl.final {
+		return
+	}
+	pl.final = true
+	var read, written rangeSet
+	for i := range pl.ds {
+		d := &pl.ds[i]
+		w := ^uint32(0) // an unknown kernel is taken to write everything (and fails to run)
+		if int(d.Kernel) < len(kernelWrites) {
+			w = kernelWrites[d.Kernel]
+		}
+		n := int(min(d.NArgs, maxArgs))
+		var rs [maxArgs]byteRange
+		d.Barrier = 0
+		if i > 0 && (!read.fits(n) || !written.fits(n)) {
+			d.Barrier = 1
+		}
+		for j := range n {
+			rs[j] = bindingRange(d, j)
+			if written.overlaps(rs[j]) || w>>j&1 != 0 && read.overlaps(rs[j]) {
+				d.Barrier = 1
+			}
+		}
+		if d.Barrier == 1 {
+			read.n, written.n = 0, 0
+		}
+		for j, r := range rs[:n] {
+			if w>>j&1 != 0 {
+				written.add(r)
+			} else {
+				read.add(r)
+			}
+		}
+	}
+}
+
+// byteRange is the bytes [lo, hi) of a buffer that a binding covers.
+type byteRange struct {
+	buf    Buf
+	lo, hi uint64
+}
+
+func bindingRange(d *Dispatch, i int) byteRange {
+	a := d.Args[i]
+	r := byteRange{a.Buf, a.Off, math.MaxUint64}
+	if n := bindingBytes(d, i); n > 0 {
+		r.hi = a.Off + n
+	}
+	return r
+}
+
+// bindingBytes is the size of binding i of d where the kernel's parameters tell it: the
+// kernels that views of one buffer are bound to (a prefill's projections into parts of one
+// scratch buffer, elementwise operations on them). The sizes are those the backend checks
+// the buffers against, which the emulator's guard pages hold the kernels to. It is 0, unknown,
+// for the rest.
+func bindingBytes(d *Dispatch, i int) uint64 {
+	switch d.Kernel {
+	case kMatmul:
+		p := params[mslMatMulParams](d)
+		switch i {
+		case 4: // x
+			return 4 * uint64(p.rows) * uint64(p.w.cols)
+		case 5: // out
+			return 4 * uint64(p.rows) * uint64(p.w.rows)
+		}
+	case kSiluMul, kGeluMul, kAddInplace:
+		return 4 * uint64(params[mslEltParams](d).n)
+	case kScaleInplace:
+		return 4 * uint64(params[mslScaleParams](d).n)
+	}
+	return 0
+}
+
+// rangeSet is a small set of buffer ranges, without allocation; a run of dispatches that would
+// overflow it gets a barrier instead.
+type rangeSet struct {
+	n int
+	r [64]byteRange
+}
+
+func (s *rangeSet) fits(n int) bool { return s.n+n <= len(s.r) }
+
+func (s *rangeSet) overlaps(r byteRange) bool {
+	for _, x := range s.r[:s.n] {
+		if x.buf == r.buf && x.lo < r.hi && r.lo < x.hi {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *rangeSet) add(r byteRange) {
+	for _, x := range s.r[:s.n] {
+		if x == r {
+			return
+		}
+	}
+	s.r[s.n] = r
+	s.n++
+}
 
 // String names a kernel for error messages.
 func (k kernelID) String() string {

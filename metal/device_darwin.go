@@ -27,7 +27,9 @@ var kernelFS embed.FS
 // mtlDevice is the Apple GPU. The Metal device, queue and compiled pipelines are shared by the
 // whole process; each Device owns the buffers it made.
 type mtlDevice struct {
-	name   string
+	name string
+	// stream holds the command buffers submitted since the last Wait (mtl_stream_new).
+	stream unsafe.Pointer
 	mu     sync.Mutex
 	owned  []Buf
 	pinner runtime.Pinner
@@ -67,7 +69,7 @@ func OpenDevice() (Device, error) {
 		return nil, fmt.Errorf("metal: %s", C.GoString(msg))
 	}
 	name, _ := deviceName()
-	return &mtlDevice{name: name}, nil
+	return &mtlDevice{name: name, stream: C.mtl_stream_new()}, nil
 }
 
 // deviceName is the default GPU's name and highest Apple GPU family, "" without a device.
@@ -150,19 +152,32 @@ func (d *mtlDevice) Read(dst []byte, src Arg) {
 	}
 }
 
-// Run submits the whole step in one cgo call and one command buffer.
-func (d *mtlDevice) Run(plan []Dispatch) error {
+// Submit encodes the whole step in one cgo call and commits it in command buffers of at most
+// 64 dispatches, without waiting.
+func (d *mtlDevice) Submit(plan []Dispatch) error {
 	if len(plan) == 0 {
 		return nil
 	}
-	if msg := C.mtl_run((*C.mtl_dispatch)(unsafe.Pointer(&plan[0])), C.int(len(plan))); msg != nil {
-		defer C.free(unsafe.Pointer(msg))
-		return errors.New(C.GoString(msg))
-	}
-	return nil
+	return cError(C.mtl_submit(d.stream, (*C.mtl_dispatch)(unsafe.Pointer(&plan[0])), C.int(len(plan))))
 }
 
-// Close releases every buffer this device made; the process-wide device and pipelines stay.
+// Wait waits for every command buffer submitted since the last Wait.
+func (d *mtlDevice) Wait() error { return cError(C.mtl_wait(d.stream)) }
+
+// WaitPrevious waits for every command buffer submitted before the last Submit.
+func (d *mtlDevice) WaitPrevious() error { return cError(C.mtl_wait_previous(d.stream)) }
+
+// cError converts and frees an error string from the C side.
+func cError(msg *C.char) error {
+	if msg == nil {
+		return nil
+	}
+	defer C.free(unsafe.Pointer(msg))
+	return errors.New(C.GoString(msg))
+}
+
+// Close waits for the submitted work and releases every buffer this device made; the
+// process-wide device and pipelines stay.
 func (d *mtlDevice) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -170,10 +185,12 @@ func (d *mtlDevice) Close() error {
 		return nil
 	}
 	d.closed = true
+	err := d.Wait()
+	C.mtl_stream_free(d.stream)
 	for _, h := range d.owned {
 		C.mtl_free(C.uint64_t(h))
 	}
 	d.owned = nil
 	d.pinner.Unpin()
-	return nil
+	return err
 }

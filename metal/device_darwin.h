@@ -44,8 +44,18 @@ char* mtl_device_name(int* family);
 void mtl_free(uint64_t h);
 void mtl_write(uint64_t h, uint64_t off, const void* src, size_t n);
 void mtl_read(uint64_t h, uint64_t off, void* dst, size_t n);
-// mtl_run encodes the n dispatches in one command buffer (serial dispatch: each sees the writes
-// of the ones before), commits it and waits. It returns NULL or an error to free().
-char* mtl_run(const mtl_dispatch* d, int n);
+// mtl_stream_new returns a device's submission state, to release with mtl_stream_free after
+// mtl_wait.
+void* mtl_stream_new(void);
+void mtl_stream_free(void* stream);
+// mtl_submit encodes the n dispatches in command buffers of a concurrent encoder, a memory
+// barrier before each dispatch whose barrier flag is set, and commits them without waiting.
+// It returns NULL or an error to free(); command buffers committed before an error still run.
+char* mtl_submit(void* stream, const mtl_dispatch* d, int n);
+// mtl_wait waits for every command buffer the stream committed since the last mtl_wait. It
+// returns NULL or the first one's error, to free().
+char* mtl_wait(void* stream);
+// mtl_wait_previous waits likewise for all but the command buffers of the last mtl_submit.
+char* mtl_wait_previous(void* stream);
 
 #endif

@@ -114,40 +114,113 @@ void mtl_read(uint64_t h, uint64_t off, void* dst, size_t n) {
   memcpy(dst, (const char*)buffer(h).contents + off, n);
 }
 
-char* mtl_run(const mtl_dispatch* d, int n) {
-  @autoreleasepool {
-    id<MTLCommandBuffer> cb = [gQueue commandBuffer];
-    id<MTLComputeCommandEncoder> enc = [cb computeCommandEncoderWithDispatchType:MTLDispatchTypeSerial];
-    for (int i = 0; i < n; i++) {
-      const mtl_dispatch* x = &d[i];
-      if (x->kid >= gPipelines.count) {
-        [enc endEncoding];
-        return strdup("unknown kernel id");
-      }
-      id<MTLComputePipelineState> pipe = gPipelines[x->kid];
-      if ((NSUInteger)x->threads[0] * x->threads[1] * x->threads[2] > pipe.maxTotalThreadsPerThreadgroup) {
-        [enc endEncoding];
-        return dupError([NSString stringWithFormat:@"kernel %u: %u threads per threadgroup exceed the pipeline's %lu", x->kid,
-                                                   x->threads[0] * x->threads[1] * x->threads[2],
-                                                   (unsigned long)pipe.maxTotalThreadsPerThreadgroup], nil);
-      }
-      [enc setComputePipelineState:pipe];
-      for (uint32_t a = 0; a < x->nargs; a++) {
-        id<MTLBuffer> b = buffer(x->args[a].buf);
-        if (!b) {
-          [enc endEncoding];
-          return strdup("dispatch binds a freed or unknown buffer");
-        }
-        [enc setBuffer:b offset:x->args[a].off atIndex:a];
-      }
-      [enc setBytes:x->params length:4 * (x->nparams ? x->nparams : 1) atIndex:x->nargs];
-      [enc dispatchThreadgroups:MTLSizeMake(x->groups[0], x->groups[1], x->groups[2])
-          threadsPerThreadgroup:MTLSizeMake(x->threads[0], x->threads[1], x->threads[2])];
+// Stream is one device's submission state: the command buffers committed since its last wait.
+@interface LayaStream : NSObject
+@property(nonatomic, strong) NSMutableArray<id<MTLCommandBuffer>>* pending;
+// last is how many of pending the last submission committed.
+@property(nonatomic) NSUInteger last;
+@end
+
+@implementation LayaStream
+@end
+
+void* mtl_stream_new(void) {
+  LayaStream* s = [LayaStream new];
+  s.pending = [NSMutableArray new];
+  return (void*)CFBridgingRetain(s);
+}
+
+void mtl_stream_free(void* stream) { CFBridgingRelease(stream); }
+
+// A plan is committed in command buffers of at most kChunk dispatches, so the GPU starts on the
+// first while the host encodes the rest. Command buffers of one queue run in order, and Metal
+// orders the encoders' accesses to the (tracked) buffers across them, so a chunk boundary needs
+// no barrier.
+enum { kChunk = 64 };
+
+// encode encodes d[0..n) into one command buffer with a concurrent encoder: a memory barrier
+// precedes each dispatch whose barrier flag is set. The caller holds the gBuffers lock, which
+// makes the handle lookups safe without a lock per binding. It returns NULL or an error.
+static char* encode(id<MTLCommandBuffer> cb, const mtl_dispatch* d, int n) {
+  id<MTLComputeCommandEncoder> enc = [cb computeCommandEncoderWithDispatchType:MTLDispatchTypeConcurrent];
+  NSUInteger count = gBuffers.count;
+  for (int i = 0; i < n; i++) {
+    const mtl_dispatch* x = &d[i];
+    if (x->kid >= gPipelines.count) {
+      [enc endEncoding];
+      return strdup("unknown kernel id");
     }
-    [enc endEncoding];
-    [cb commit];
-    [cb waitUntilCompleted];
-    if (cb.status == MTLCommandBufferStatusError) return dupError(@"command buffer", cb.error);
+    id<MTLComputePipelineState> pipe = gPipelines[x->kid];
+    if ((NSUInteger)x->threads[0] * x->threads[1] * x->threads[2] > pipe.maxTotalThreadsPerThreadgroup) {
+      [enc endEncoding];
+      return dupError([NSString stringWithFormat:@"kernel %u: %u threads per threadgroup exceed the pipeline's %lu", x->kid,
+                                                 x->threads[0] * x->threads[1] * x->threads[2],
+                                                 (unsigned long)pipe.maxTotalThreadsPerThreadgroup], nil);
+    }
+    if (x->barrier && i > 0) [enc memoryBarrierWithScope:MTLBarrierScopeBuffers];
+    [enc setComputePipelineState:pipe];
+    for (uint32_t a = 0; a < x->nargs; a++) {
+      uint64_t h = x->args[a].buf;
+      id b = h > 0 && h <= count ? gBuffers[h - 1] : nil;
+      if (!b || b == [NSNull null]) {
+        [enc endEncoding];
+        return strdup("dispatch binds a freed or unknown buffer");
+      }
+      [enc setBuffer:b offset:x->args[a].off atIndex:a];
+    }
+    [enc setBytes:x->params length:4 * (x->nparams ? x->nparams : 1) atIndex:x->nargs];
+    [enc dispatchThreadgroups:MTLSizeMake(x->groups[0], x->groups[1], x->groups[2])
+        threadsPerThreadgroup:MTLSizeMake(x->threads[0], x->threads[1], x->threads[2])];
+  }
+  [enc endEncoding];
+  return NULL;
+}
+
+char* mtl_submit(void* stream, const mtl_dispatch* d, int n) {
+  @autoreleasepool {
+    LayaStream* s = (__bridge LayaStream*)stream;
+    s.last = 0;
+    @synchronized(gBuffers) {
+      for (int i = 0; i < n; i += kChunk) {
+        id<MTLCommandBuffer> cb = [gQueue commandBuffer];
+        char* err = encode(cb, d + i, n - i < kChunk ? n - i : kChunk);
+        if (err) return err;
+        [cb commit];
+        [s.pending addObject:cb];
+        s.last++;
+      }
+    }
     return NULL;
+  }
+}
+
+// waitFirst waits for the first n pending command buffers and forgets them.
+static char* waitFirst(LayaStream* s, NSUInteger n) {
+  NSError* first = nil;
+  BOOL failed = NO;
+  for (NSUInteger i = 0; i < n; i++) {
+    id<MTLCommandBuffer> cb = s.pending[i];
+    [cb waitUntilCompleted];
+    if (!failed && cb.status == MTLCommandBufferStatusError) {
+      failed = YES;
+      first = cb.error;
+    }
+  }
+  [s.pending removeObjectsInRange:NSMakeRange(0, n)];
+  if (s.last > s.pending.count) s.last = s.pending.count;
+  return failed ? dupError(@"command buffer", first) : NULL;
+}
+
+char* mtl_wait(void* stream) {
+  @autoreleasepool {
+    LayaStream* s = (__bridge LayaStream*)stream;
+    return waitFirst(s, s.pending.count);
+  }
+}
+
+char* mtl_wait_previous(void* stream) {
+  @autoreleasepool {
+    LayaStream* s = (__bridge LayaStream*)stream;
+    return waitFirst(s, s.pending.count - s.last);
   }
 }

@@ -23,10 +23,17 @@ const (
 	mslWfQ50           = 8
 	mslWfQ5K           = 9
 	mslSimd            = 32
+	mslActSilu         = 0
+	mslActGeluTanh     = 1
+	mslRopeHalf        = 0
+	mslRopeInterleaved = 1
 	mslAttSimdgroups   = 8
 	mslAttMaxHeadDim   = 256
 	mslAtbRows         = 4
 	mslAtbTile         = 8
+	mslAttSplitMin     = 1024
+	mslAttSplitLen     = 512
+	mslAttSplitMax     = 32
 	mslMmTile          = 32
 	mslMmThreads       = 128
 	mslMvRows          = 4
@@ -34,18 +41,28 @@ const (
 	mslMvChunk         = 16
 	mslDeltaMaxDim     = 256
 	mslDeltaPerLane    = 8
-	mslRopeHalf        = 0
-	mslRopeInterleaved = 1
 	mslSelectThreads   = 256
 	mslArgmaxTile      = 4096
 	mslTopkTile        = 1024
 	mslTopkMax         = 64
+	mslPickId          = 0
+	mslPickLse         = 1
+	mslPickFlags       = 2
+	mslPickKeys        = 4
+	mslPickIds         = 68
+	mslPickWords       = 132
+	mslPickUnsure      = 1
 )
 
 // Kernel ids, indices into kernelNames and the emulator's trampoline table.
 const (
 	kAttention kernelID = iota
 	kAttentionBlock
+	kAttentionDecode
+	kAttentionDecode64
+	kAttentionDecode128
+	kAttentionDecode256
+	kAttentionReduce
 	kSiluMul
 	kGeluMul
 	kScaleInplace
@@ -74,6 +91,28 @@ const (
 	kMatvecSiluQ4K
 	kMatvecSiluQ5K
 	kMatvecSiluQ6K
+	kMatvecsF32
+	kMatvecsF16
+	kMatvecsBf16
+	kMatvecsAffine4
+	kMatvecsAffine8
+	kMatvecsQ80
+	kMatvecsQ40
+	kMatvecsQ50
+	kMatvecsQ4K
+	kMatvecsQ5K
+	kMatvecsQ6K
+	kMatvecGluF32
+	kMatvecGluF16
+	kMatvecGluBf16
+	kMatvecGluAffine4
+	kMatvecGluAffine8
+	kMatvecGluQ80
+	kMatvecGluQ40
+	kMatvecGluQ50
+	kMatvecGluQ4K
+	kMatvecGluQ5K
+	kMatvecGluQ6K
 	kRmsnorm
 	kCausalConv
 	kGatedDelta
@@ -85,12 +124,17 @@ const (
 	kKvStore
 	kArgmax
 	kTopk
+	kSamplePick
 )
 
 // kernelNames are the kernel function names, by kernel id.
-var kernelNames = [...]string{"attention", "attention_block", "silu_mul", "gelu_mul", "scale_inplace", "add_inplace", "embed", "matmul", "matvec_f32", "matvec_f16", "matvec_bf16", "matvec_affine4", "matvec_affine8", "matvec_q8_0", "matvec_q4_0", "matvec_q5_0", "matvec_q4_k", "matvec_q5_k", "matvec_q6_k", "matvec_silu_f32", "matvec_silu_f16", "matvec_silu_bf16", "matvec_silu_affine4", "matvec_silu_affine8", "matvec_silu_q8_0", "matvec_silu_q4_0", "matvec_silu_q5_0", "matvec_silu_q4_k", "matvec_silu_q5_k", "matvec_silu_q6_k", "rmsnorm", "causal_conv", "gated_delta", "gated_rmsnorm", "split_heads", "sigmoid_mul", "copy_buf", "rope", "kv_store", "argmax", "topk"}
+var kernelNames = [...]string{"attention", "attention_block", "attention_decode", "attention_decode_64", "attention_decode_128", "attention_decode_256", "attention_reduce", "silu_mul", "gelu_mul", "scale_inplace", "add_inplace", "embed", "matmul", "matvec_f32", "matvec_f16", "matvec_bf16", "matvec_affine4", "matvec_affine8", "matvec_q8_0", "matvec_q4_0", "matvec_q5_0", "matvec_q4_k", "matvec_q5_k", "matvec_q6_k", "matvec_silu_f32", "matvec_silu_f16", "matvec_silu_bf16", "matvec_silu_affine4", "matvec_silu_affine8", "matvec_silu_q8_0", "matvec_silu_q4_0", "matvec_silu_q5_0", "matvec_silu_q4_k", "matvec_silu_q5_k", "matvec_silu_q6_k", "matvecs_f32", "matvecs_f16", "matvecs_bf16", "matvecs_affine4", "matvecs_affine8", "matvecs_q8_0", "matvecs_q4_0", "matvecs_q5_0", "matvecs_q4_k", "matvecs_q5_k", "matvecs_q6_k", "matvec_glu_f32", "matvec_glu_f16", "matvec_glu_bf16", "matvec_glu_affine4", "matvec_glu_affine8", "matvec_glu_q8_0", "matvec_glu_q4_0", "matvec_glu_q5_0", "matvec_glu_q4_k", "matvec_glu_q5_k", "matvec_glu_q6_k", "rmsnorm", "causal_conv", "gated_delta", "gated_rmsnorm", "split_heads", "sigmoid_mul", "copy_buf", "rope", "kv_store", "argmax", "topk", "sample_pick"}
 
-// mslAttnParams mirrors the kernels' struct AttnParams (7 words).
+// kernelWrites has, by kernel id, bit i set when the kernel may write its buffer(i) (a
+// device pointer to non-const data); the others it only reads.
+var kernelWrites = [...]uint32{0x8, 0x8, 0x48, 0x48, 0x48, 0x48, 0x2, 0x4, 0x4, 0x1, 0x1, 0x10, 0x20, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x380, 0x380, 0x380, 0x380, 0x380, 0x380, 0x380, 0x380, 0x380, 0x380, 0x380, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x4, 0xc, 0x60, 0x8, 0x6, 0x1, 0x2, 0x1, 0x19, 0xc, 0xc}
+
+// mslAttnParams mirrors the kernels' struct AttnParams (10 words).
 type mslAttnParams struct {
 	rows    uint32
 	heads   uint32
@@ -99,6 +143,9 @@ type mslAttnParams struct {
 	scale   float32
 	window  uint32
 	kvHalf  uint32
+	pairs   uint32
+	style   uint32
+	splits  uint32
 }
 
 func (s *mslAttnParams) encode(w []uint32) int {
@@ -116,6 +163,12 @@ func (s *mslAttnParams) encode(w []uint32) int {
 	w[n] = s.window
 	n++
 	w[n] = s.kvHalf
+	n++
+	w[n] = s.pairs
+	n++
+	w[n] = s.style
+	n++
+	w[n] = s.splits
 	n++
 	return n
 }
@@ -212,6 +265,24 @@ func (s *mslEmbedParams) encode(w []uint32) int {
 	return n
 }
 
+// mslGLUParams mirrors the kernels' struct GLUParams (19 words).
+type mslGLUParams struct {
+	gate mslWeight
+	up   mslWeight
+	act  uint32
+	norm mslNormParams
+}
+
+func (s *mslGLUParams) encode(w []uint32) int {
+	n := 0
+	n += s.gate.encode(w[n:])
+	n += s.up.encode(w[n:])
+	w[n] = s.act
+	n++
+	n += s.norm.encode(w[n:])
+	return n
+}
+
 // mslGatedNormParams mirrors the kernels' struct GatedNormParams (3 words).
 type mslGatedNormParams struct {
 	n   uint32
@@ -296,6 +367,85 @@ func (s *mslMatVecParams) encode(w []uint32) int {
 	w[n] = s.biasDT
 	n++
 	w[n] = s.addTo
+	n++
+	return n
+}
+
+// mslMatVecsParams mirrors the kernels' struct MatVecsParams (19 words).
+type mslMatVecsParams struct {
+	w       mslWeight
+	rows0   uint32
+	rows1   uint32
+	rows2   uint32
+	hasBias uint32
+	biasDT0 uint32
+	biasDT1 uint32
+	biasDT2 uint32
+	addTo   uint32
+	norm    mslNormParams
+}
+
+func (s *mslMatVecsParams) encode(w []uint32) int {
+	n := 0
+	n += s.w.encode(w[n:])
+	w[n] = s.rows0
+	n++
+	w[n] = s.rows1
+	n++
+	w[n] = s.rows2
+	n++
+	w[n] = s.hasBias
+	n++
+	w[n] = s.biasDT0
+	n++
+	w[n] = s.biasDT1
+	n++
+	w[n] = s.biasDT2
+	n++
+	w[n] = s.addTo
+	n++
+	n += s.norm.encode(w[n:])
+	return n
+}
+
+// mslNormParams mirrors the kernels' struct NormParams (4 words).
+type mslNormParams struct {
+	on     uint32
+	dt     uint32
+	eps    float32
+	offset float32
+}
+
+func (s *mslNormParams) encode(w []uint32) int {
+	n := 0
+	w[n] = s.on
+	n++
+	w[n] = s.dt
+	n++
+	w[n] = math.Float32bits(s.eps)
+	n++
+	w[n] = math.Float32bits(s.offset)
+	n++
+	return n
+}
+
+// mslPickParams mirrors the kernels' struct PickParams (4 words).
+type mslPickParams struct {
+	groups  uint32
+	k       uint32
+	top     uint32
+	invTemp float32
+}
+
+func (s *mslPickParams) encode(w []uint32) int {
+	n := 0
+	w[n] = s.groups
+	n++
+	w[n] = s.k
+	n++
+	w[n] = s.top
+	n++
+	w[n] = math.Float32bits(s.invTemp)
 	n++
 	return n
 }
@@ -444,6 +594,71 @@ func (pl *plan) encAttentionBlock(groups, threads [3]uint32, q, kcache, vcache, 
 	d.Args[3] = out
 	d.Args[4] = step
 	d.NArgs = 5
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encAttentionDecode records kernel attention_decode with buffers q, kcache, vcache, out, step, invFreq, part at [[buffer(0..6)]] and params at [[buffer(7)]].
+func (pl *plan) encAttentionDecode(groups, threads [3]uint32, q, kcache, vcache, out, step, invFreq, part Arg, p *mslAttnParams) {
+	d := pl.next(kAttentionDecode, groups, threads)
+	d.Args[0] = q
+	d.Args[1] = kcache
+	d.Args[2] = vcache
+	d.Args[3] = out
+	d.Args[4] = step
+	d.Args[5] = invFreq
+	d.Args[6] = part
+	d.NArgs = 7
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encAttentionDecode64 records kernel attention_decode_64 with buffers q, kcache, vcache, out, step, invFreq, part at [[buffer(0..6)]] and params at [[buffer(7)]].
+func (pl *plan) encAttentionDecode64(groups, threads [3]uint32, q, kcache, vcache, out, step, invFreq, part Arg, p *mslAttnParams) {
+	d := pl.next(kAttentionDecode64, groups, threads)
+	d.Args[0] = q
+	d.Args[1] = kcache
+	d.Args[2] = vcache
+	d.Args[3] = out
+	d.Args[4] = step
+	d.Args[5] = invFreq
+	d.Args[6] = part
+	d.NArgs = 7
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encAttentionDecode128 records kernel attention_decode_128 with buffers q, kcache, vcache, out, step, invFreq, part at [[buffer(0..6)]] and params at [[buffer(7)]].
+func (pl *plan) encAttentionDecode128(groups, threads [3]uint32, q, kcache, vcache, out, step, invFreq, part Arg, p *mslAttnParams) {
+	d := pl.next(kAttentionDecode128, groups, threads)
+	d.Args[0] = q
+	d.Args[1] = kcache
+	d.Args[2] = vcache
+	d.Args[3] = out
+	d.Args[4] = step
+	d.Args[5] = invFreq
+	d.Args[6] = part
+	d.NArgs = 7
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encAttentionDecode256 records kernel attention_decode_256 with buffers q, kcache, vcache, out, step, invFreq, part at [[buffer(0..6)]] and params at [[buffer(7)]].
+func (pl *plan) encAttentionDecode256(groups, threads [3]uint32, q, kcache, vcache, out, step, invFreq, part Arg, p *mslAttnParams) {
+	d := pl.next(kAttentionDecode256, groups, threads)
+	d.Args[0] = q
+	d.Args[1] = kcache
+	d.Args[2] = vcache
+	d.Args[3] = out
+	d.Args[4] = step
+	d.Args[5] = invFreq
+	d.Args[6] = part
+	d.NArgs = 7
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encAttentionReduce records kernel attention_reduce with buffers part, out at [[buffer(0..1)]] and params at [[buffer(2)]].
+func (pl *plan) encAttentionReduce(groups, threads [3]uint32, part, out Arg, p *mslAttnParams) {
+	d := pl.next(kAttentionReduce, groups, threads)
+	d.Args[0] = part
+	d.Args[1] = out
+	d.NArgs = 2
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 
@@ -850,6 +1065,457 @@ func (pl *plan) encMatvecSiluQ6K(groups, threads [3]uint32, wg, sg_, bg, wu, su,
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 
+// encMatvecsF32 records kernel matvecs_f32 with buffers w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual at [[buffer(0..17)]] and params at [[buffer(18)]].
+func (pl *plan) encMatvecsF32(groups, threads [3]uint32, w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual Arg, p *mslMatVecsParams) {
+	d := pl.next(kMatvecsF32, groups, threads)
+	d.Args[0] = w0
+	d.Args[1] = s0
+	d.Args[2] = b0
+	d.Args[3] = bias0
+	d.Args[4] = w1
+	d.Args[5] = s1
+	d.Args[6] = b1
+	d.Args[7] = bias1
+	d.Args[8] = w2
+	d.Args[9] = s2
+	d.Args[10] = b2
+	d.Args[11] = bias2
+	d.Args[12] = x
+	d.Args[13] = nw
+	d.Args[14] = out0
+	d.Args[15] = out1
+	d.Args[16] = out2
+	d.Args[17] = residual
+	d.NArgs = 18
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecsF16 records kernel matvecs_f16 with buffers w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual at [[buffer(0..17)]] and params at [[buffer(18)]].
+func (pl *plan) encMatvecsF16(groups, threads [3]uint32, w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual Arg, p *mslMatVecsParams) {
+	d := pl.next(kMatvecsF16, groups, threads)
+	d.Args[0] = w0
+	d.Args[1] = s0
+	d.Args[2] = b0
+	d.Args[3] = bias0
+	d.Args[4] = w1
+	d.Args[5] = s1
+	d.Args[6] = b1
+	d.Args[7] = bias1
+	d.Args[8] = w2
+	d.Args[9] = s2
+	d.Args[10] = b2
+	d.Args[11] = bias2
+	d.Args[12] = x
+	d.Args[13] = nw
+	d.Args[14] = out0
+	d.Args[15] = out1
+	d.Args[16] = out2
+	d.Args[17] = residual
+	d.NArgs = 18
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecsBf16 records kernel matvecs_bf16 with buffers w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual at [[buffer(0..17)]] and params at [[buffer(18)]].
+func (pl *plan) encMatvecsBf16(groups, threads [3]uint32, w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual Arg, p *mslMatVecsParams) {
+	d := pl.next(kMatvecsBf16, groups, threads)
+	d.Args[0] = w0
+	d.Args[1] = s0
+	d.Args[2] = b0
+	d.Args[3] = bias0
+	d.Args[4] = w1
+	d.Args[5] = s1
+	d.Args[6] = b1
+	d.Args[7] = bias1
+	d.Args[8] = w2
+	d.Args[9] = s2
+	d.Args[10] = b2
+	d.Args[11] = bias2
+	d.Args[12] = x
+	d.Args[13] = nw
+	d.Args[14] = out0
+	d.Args[15] = out1
+	d.Args[16] = out2
+	d.Args[17] = residual
+	d.NArgs = 18
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecsAffine4 records kernel matvecs_affine4 with buffers w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual at [[buffer(0..17)]] and params at [[buffer(18)]].
+func (pl *plan) encMatvecsAffine4(groups, threads [3]uint32, w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual Arg, p *mslMatVecsParams) {
+	d := pl.next(kMatvecsAffine4, groups, threads)
+	d.Args[0] = w0
+	d.Args[1] = s0
+	d.Args[2] = b0
+	d.Args[3] = bias0
+	d.Args[4] = w1
+	d.Args[5] = s1
+	d.Args[6] = b1
+	d.Args[7] = bias1
+	d.Args[8] = w2
+	d.Args[9] = s2
+	d.Args[10] = b2
+	d.Args[11] = bias2
+	d.Args[12] = x
+	d.Args[13] = nw
+	d.Args[14] = out0
+	d.Args[15] = out1
+	d.Args[16] = out2
+	d.Args[17] = residual
+	d.NArgs = 18
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecsAffine8 records kernel matvecs_affine8 with buffers w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual at [[buffer(0..17)]] and params at [[buffer(18)]].
+func (pl *plan) encMatvecsAffine8(groups, threads [3]uint32, w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual Arg, p *mslMatVecsParams) {
+	d := pl.next(kMatvecsAffine8, groups, threads)
+	d.Args[0] = w0
+	d.Args[1] = s0
+	d.Args[2] = b0
+	d.Args[3] = bias0
+	d.Args[4] = w1
+	d.Args[5] = s1
+	d.Args[6] = b1
+	d.Args[7] = bias1
+	d.Args[8] = w2
+	d.Args[9] = s2
+	d.Args[10] = b2
+	d.Args[11] = bias2
+	d.Args[12] = x
+	d.Args[13] = nw
+	d.Args[14] = out0
+	d.Args[15] = out1
+	d.Args[16] = out2
+	d.Args[17] = residual
+	d.NArgs = 18
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecsQ80 records kernel matvecs_q8_0 with buffers w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual at [[buffer(0..17)]] and params at [[buffer(18)]].
+func (pl *plan) encMatvecsQ80(groups, threads [3]uint32, w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual Arg, p *mslMatVecsParams) {
+	d := pl.next(kMatvecsQ80, groups, threads)
+	d.Args[0] = w0
+	d.Args[1] = s0
+	d.Args[2] = b0
+	d.Args[3] = bias0
+	d.Args[4] = w1
+	d.Args[5] = s1
+	d.Args[6] = b1
+	d.Args[7] = bias1
+	d.Args[8] = w2
+	d.Args[9] = s2
+	d.Args[10] = b2
+	d.Args[11] = bias2
+	d.Args[12] = x
+	d.Args[13] = nw
+	d.Args[14] = out0
+	d.Args[15] = out1
+	d.Args[16] = out2
+	d.Args[17] = residual
+	d.NArgs = 18
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecsQ40 records kernel matvecs_q4_0 with buffers w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual at [[buffer(0..17)]] and params at [[buffer(18)]].
+func (pl *plan) encMatvecsQ40(groups, threads [3]uint32, w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual Arg, p *mslMatVecsParams) {
+	d := pl.next(kMatvecsQ40, groups, threads)
+	d.Args[0] = w0
+	d.Args[1] = s0
+	d.Args[2] = b0
+	d.Args[3] = bias0
+	d.Args[4] = w1
+	d.Args[5] = s1
+	d.Args[6] = b1
+	d.Args[7] = bias1
+	d.Args[8] = w2
+	d.Args[9] = s2
+	d.Args[10] = b2
+	d.Args[11] = bias2
+	d.Args[12] = x
+	d.Args[13] = nw
+	d.Args[14] = out0
+	d.Args[15] = out1
+	d.Args[16] = out2
+	d.Args[17] = residual
+	d.NArgs = 18
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecsQ50 records kernel matvecs_q5_0 with buffers w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual at [[buffer(0..17)]] and params at [[buffer(18)]].
+func (pl *plan) encMatvecsQ50(groups, threads [3]uint32, w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual Arg, p *mslMatVecsParams) {
+	d := pl.next(kMatvecsQ50, groups, threads)
+	d.Args[0] = w0
+	d.Args[1] = s0
+	d.Args[2] = b0
+	d.Args[3] = bias0
+	d.Args[4] = w1
+	d.Args[5] = s1
+	d.Args[6] = b1
+	d.Args[7] = bias1
+	d.Args[8] = w2
+	d.Args[9] = s2
+	d.Args[10] = b2
+	d.Args[11] = bias2
+	d.Args[12] = x
+	d.Args[13] = nw
+	d.Args[14] = out0
+	d.Args[15] = out1
+	d.Args[16] = out2
+	d.Args[17] = residual
+	d.NArgs = 18
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecsQ4K records kernel matvecs_q4_k with buffers w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual at [[buffer(0..17)]] and params at [[buffer(18)]].
+func (pl *plan) encMatvecsQ4K(groups, threads [3]uint32, w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual Arg, p *mslMatVecsParams) {
+	d := pl.next(kMatvecsQ4K, groups, threads)
+	d.Args[0] = w0
+	d.Args[1] = s0
+	d.Args[2] = b0
+	d.Args[3] = bias0
+	d.Args[4] = w1
+	d.Args[5] = s1
+	d.Args[6] = b1
+	d.Args[7] = bias1
+	d.Args[8] = w2
+	d.Args[9] = s2
+	d.Args[10] = b2
+	d.Args[11] = bias2
+	d.Args[12] = x
+	d.Args[13] = nw
+	d.Args[14] = out0
+	d.Args[15] = out1
+	d.Args[16] = out2
+	d.Args[17] = residual
+	d.NArgs = 18
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecsQ5K records kernel matvecs_q5_k with buffers w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual at [[buffer(0..17)]] and params at [[buffer(18)]].
+func (pl *plan) encMatvecsQ5K(groups, threads [3]uint32, w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual Arg, p *mslMatVecsParams) {
+	d := pl.next(kMatvecsQ5K, groups, threads)
+	d.Args[0] = w0
+	d.Args[1] = s0
+	d.Args[2] = b0
+	d.Args[3] = bias0
+	d.Args[4] = w1
+	d.Args[5] = s1
+	d.Args[6] = b1
+	d.Args[7] = bias1
+	d.Args[8] = w2
+	d.Args[9] = s2
+	d.Args[10] = b2
+	d.Args[11] = bias2
+	d.Args[12] = x
+	d.Args[13] = nw
+	d.Args[14] = out0
+	d.Args[15] = out1
+	d.Args[16] = out2
+	d.Args[17] = residual
+	d.NArgs = 18
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecsQ6K records kernel matvecs_q6_k with buffers w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual at [[buffer(0..17)]] and params at [[buffer(18)]].
+func (pl *plan) encMatvecsQ6K(groups, threads [3]uint32, w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual Arg, p *mslMatVecsParams) {
+	d := pl.next(kMatvecsQ6K, groups, threads)
+	d.Args[0] = w0
+	d.Args[1] = s0
+	d.Args[2] = b0
+	d.Args[3] = bias0
+	d.Args[4] = w1
+	d.Args[5] = s1
+	d.Args[6] = b1
+	d.Args[7] = bias1
+	d.Args[8] = w2
+	d.Args[9] = s2
+	d.Args[10] = b2
+	d.Args[11] = bias2
+	d.Args[12] = x
+	d.Args[13] = nw
+	d.Args[14] = out0
+	d.Args[15] = out1
+	d.Args[16] = out2
+	d.Args[17] = residual
+	d.NArgs = 18
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecGluF32 records kernel matvec_glu_f32 with buffers wg, sg_, bg, wu, su, bu, x, nw, out at [[buffer(0..8)]] and params at [[buffer(9)]].
+func (pl *plan) encMatvecGluF32(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, nw, out Arg, p *mslGLUParams) {
+	d := pl.next(kMatvecGluF32, groups, threads)
+	d.Args[0] = wg
+	d.Args[1] = sg_
+	d.Args[2] = bg
+	d.Args[3] = wu
+	d.Args[4] = su
+	d.Args[5] = bu
+	d.Args[6] = x
+	d.Args[7] = nw
+	d.Args[8] = out
+	d.NArgs = 9
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecGluF16 records kernel matvec_glu_f16 with buffers wg, sg_, bg, wu, su, bu, x, nw, out at [[buffer(0..8)]] and params at [[buffer(9)]].
+func (pl *plan) encMatvecGluF16(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, nw, out Arg, p *mslGLUParams) {
+	d := pl.next(kMatvecGluF16, groups, threads)
+	d.Args[0] = wg
+	d.Args[1] = sg_
+	d.Args[2] = bg
+	d.Args[3] = wu
+	d.Args[4] = su
+	d.Args[5] = bu
+	d.Args[6] = x
+	d.Args[7] = nw
+	d.Args[8] = out
+	d.NArgs = 9
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecGluBf16 records kernel matvec_glu_bf16 with buffers wg, sg_, bg, wu, su, bu, x, nw, out at [[buffer(0..8)]] and params at [[buffer(9)]].
+func (pl *plan) encMatvecGluBf16(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, nw, out Arg, p *mslGLUParams) {
+	d := pl.next(kMatvecGluBf16, groups, threads)
+	d.Args[0] = wg
+	d.Args[1] = sg_
+	d.Args[2] = bg
+	d.Args[3] = wu
+	d.Args[4] = su
+	d.Args[5] = bu
+	d.Args[6] = x
+	d.Args[7] = nw
+	d.Args[8] = out
+	d.NArgs = 9
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecGluAffine4 records kernel matvec_glu_affine4 with buffers wg, sg_, bg, wu, su, bu, x, nw, out at [[buffer(0..8)]] and params at [[buffer(9)]].
+func (pl *plan) encMatvecGluAffine4(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, nw, out Arg, p *mslGLUParams) {
+	d := pl.next(kMatvecGluAffine4, groups, threads)
+	d.Args[0] = wg
+	d.Args[1] = sg_
+	d.Args[2] = bg
+	d.Args[3] = wu
+	d.Args[4] = su
+	d.Args[5] = bu
+	d.Args[6] = x
+	d.Args[7] = nw
+	d.Args[8] = out
+	d.NArgs = 9
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecGluAffine8 records kernel matvec_glu_affine8 with buffers wg, sg_, bg, wu, su, bu, x, nw, out at [[buffer(0..8)]] and params at [[buffer(9)]].
+func (pl *plan) encMatvecGluAffine8(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, nw, out Arg, p *mslGLUParams) {
+	d := pl.next(kMatvecGluAffine8, groups, threads)
+	d.Args[0] = wg
+	d.Args[1] = sg_
+	d.Args[2] = bg
+	d.Args[3] = wu
+	d.Args[4] = su
+	d.Args[5] = bu
+	d.Args[6] = x
+	d.Args[7] = nw
+	d.Args[8] = out
+	d.NArgs = 9
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecGluQ80 records kernel matvec_glu_q8_0 with buffers wg, sg_, bg, wu, su, bu, x, nw, out at [[buffer(0..8)]] and params at [[buffer(9)]].
+func (pl *plan) encMatvecGluQ80(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, nw, out Arg, p *mslGLUParams) {
+	d := pl.next(kMatvecGluQ80, groups, threads)
+	d.Args[0] = wg
+	d.Args[1] = sg_
+	d.Args[2] = bg
+	d.Args[3] = wu
+	d.Args[4] = su
+	d.Args[5] = bu
+	d.Args[6] = x
+	d.Args[7] = nw
+	d.Args[8] = out
+	d.NArgs = 9
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecGluQ40 records kernel matvec_glu_q4_0 with buffers wg, sg_, bg, wu, su, bu, x, nw, out at [[buffer(0..8)]] and params at [[buffer(9)]].
+func (pl *plan) encMatvecGluQ40(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, nw, out Arg, p *mslGLUParams) {
+	d := pl.next(kMatvecGluQ40, groups, threads)
+	d.Args[0] = wg
+	d.Args[1] = sg_
+	d.Args[2] = bg
+	d.Args[3] = wu
+	d.Args[4] = su
+	d.Args[5] = bu
+	d.Args[6] = x
+	d.Args[7] = nw
+	d.Args[8] = out
+	d.NArgs = 9
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecGluQ50 records kernel matvec_glu_q5_0 with buffers wg, sg_, bg, wu, su, bu, x, nw, out at [[buffer(0..8)]] and params at [[buffer(9)]].
+func (pl *plan) encMatvecGluQ50(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, nw, out Arg, p *mslGLUParams) {
+	d := pl.next(kMatvecGluQ50, groups, threads)
+	d.Args[0] = wg
+	d.Args[1] = sg_
+	d.Args[2] = bg
+	d.Args[3] = wu
+	d.Args[4] = su
+	d.Args[5] = bu
+	d.Args[6] = x
+	d.Args[7] = nw
+	d.Args[8] = out
+	d.NArgs = 9
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecGluQ4K records kernel matvec_glu_q4_k with buffers wg, sg_, bg, wu, su, bu, x, nw, out at [[buffer(0..8)]] and params at [[buffer(9)]].
+func (pl *plan) encMatvecGluQ4K(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, nw, out Arg, p *mslGLUParams) {
+	d := pl.next(kMatvecGluQ4K, groups, threads)
+	d.Args[0] = wg
+	d.Args[1] = sg_
+	d.Args[2] = bg
+	d.Args[3] = wu
+	d.Args[4] = su
+	d.Args[5] = bu
+	d.Args[6] = x
+	d.Args[7] = nw
+	d.Args[8] = out
+	d.NArgs = 9
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecGluQ5K records kernel matvec_glu_q5_k with buffers wg, sg_, bg, wu, su, bu, x, nw, out at [[buffer(0..8)]] and params at [[buffer(9)]].
+func (pl *plan) encMatvecGluQ5K(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, nw, out Arg, p *mslGLUParams) {
+	d := pl.next(kMatvecGluQ5K, groups, threads)
+	d.Args[0] = wg
+	d.Args[1] = sg_
+	d.Args[2] = bg
+	d.Args[3] = wu
+	d.Args[4] = su
+	d.Args[5] = bu
+	d.Args[6] = x
+	d.Args[7] = nw
+	d.Args[8] = out
+	d.NArgs = 9
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encMatvecGluQ6K records kernel matvec_glu_q6_k with buffers wg, sg_, bg, wu, su, bu, x, nw, out at [[buffer(0..8)]] and params at [[buffer(9)]].
+func (pl *plan) encMatvecGluQ6K(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, nw, out Arg, p *mslGLUParams) {
+	d := pl.next(kMatvecGluQ6K, groups, threads)
+	d.Args[0] = wg
+	d.Args[1] = sg_
+	d.Args[2] = bg
+	d.Args[3] = wu
+	d.Args[4] = su
+	d.Args[5] = bu
+	d.Args[6] = x
+	d.Args[7] = nw
+	d.Args[8] = out
+	d.NArgs = 9
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
 // encRmsnorm records kernel rmsnorm with buffers x, w, out at [[buffer(0..2)]] and params at [[buffer(3)]].
 func (pl *plan) encRmsnorm(groups, threads [3]uint32, x, w, out Arg, p *mslRMSNormParams) {
 	d := pl.next(kRmsnorm, groups, threads)
@@ -947,14 +1613,15 @@ func (pl *plan) encKvStore(groups, threads [3]uint32, k, v, invFreq, kcache, vca
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 
-// encArgmax records kernel argmax with buffers in, inIds, outKeys, outIds at [[buffer(0..3)]] and params at [[buffer(4)]].
-func (pl *plan) encArgmax(groups, threads [3]uint32, in, inIds, outKeys, outIds Arg, p *mslSelectParams) {
+// encArgmax records kernel argmax with buffers in, inIds, outKeys, outIds, part at [[buffer(0..4)]] and params at [[buffer(5)]].
+func (pl *plan) encArgmax(groups, threads [3]uint32, in, inIds, outKeys, outIds, part Arg, p *mslSelectParams) {
 	d := pl.next(kArgmax, groups, threads)
 	d.Args[0] = in
 	d.Args[1] = inIds
 	d.Args[2] = outKeys
 	d.Args[3] = outIds
-	d.NArgs = 4
+	d.Args[4] = part
+	d.NArgs = 5
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 
@@ -966,5 +1633,17 @@ func (pl *plan) encTopk(groups, threads [3]uint32, in, inIds, outKeys, outIds Ar
 	d.Args[2] = outKeys
 	d.Args[3] = outIds
 	d.NArgs = 4
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encSamplePick records kernel sample_pick with buffers winKeys, winIds, part, step, res at [[buffer(0..4)]] and params at [[buffer(5)]].
+func (pl *plan) encSamplePick(groups, threads [3]uint32, winKeys, winIds, part, step, res Arg, p *mslPickParams) {
+	d := pl.next(kSamplePick, groups, threads)
+	d.Args[0] = winKeys
+	d.Args[1] = winIds
+	d.Args[2] = part
+	d.Args[3] = step
+	d.Args[4] = res
+	d.NArgs = 5
 	d.NParams = uint32(p.encode(d.Params[:]))
 }

@@ -1,8 +1,11 @@
 package metal
 
 import (
+	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/layaapp/laya/engine/backend"
 )
 
 // sentinel marks the recorded plan so a test can tell a replayed plan (mark kept) from a
@@ -137,26 +140,53 @@ func TestReplayAfterError(t *testing.T) {
 	}
 }
 
-// TestReplayKeepsFusion checks that a replay keeps the condition of folding Rope(k) into the
-// cache write (equal positions): a step whose rotation is at another position is not fused.
-func TestReplayKeepsFusion(t *testing.T) {
-	m, dev := newStepModel(t, 1)
-	b, sh := m.be, m.shape
-	steps := []struct{ ropePos, pos, want int }{
-		{0, 0, 2}, {1, 1, 2}, {2, 2, 2}, // kv_store with the rotation, attention
-		{2, 3, 3}, // rope, kv_store, attention
-		{4, 4, 2},
+// freeCheck is a nullDevice that fails a submitted plan binding a freed buffer.
+type freeCheck struct {
+	nullDevice
+	freed map[Buf]bool
+}
+
+func (d *freeCheck) Free(b Buf) { d.freed[b] = true }
+
+func (d *freeCheck) Submit(p []Dispatch) error {
+	for _, ds := range p {
+		for _, a := range ds.Args[:ds.NArgs] {
+			if d.freed[a.Buf] {
+				return fmt.Errorf("dispatch %d binds freed buffer %d", ds.Kernel, a.Buf)
+			}
+		}
 	}
-	for _, s := range steps {
-		m.cache.Truncate(s.pos)
-		before := dev.dispatches
-		b.Rope(m.kb, 1, sh.kvHeads, s.ropePos, m.rope)
-		b.Attention(m.att, m.qb, m.kb, m.vb, m.cache, 0, s.pos, 1, 0)
-		if err := b.Sync(); err != nil {
+	return d.nullDevice.Submit(p)
+}
+
+// TestScratchGrowth grows a scratch buffer in a step whose first calls matched the kept plan
+// (so they are recorded again on the old scratch): the old buffer must outlive that step's run,
+// and no later step may bind it.
+func TestScratchGrowth(t *testing.T) {
+	dev := &freeCheck{freed: map[Buf]bool{}}
+	m := newStepModelOn(t, dev, smallShape(1))
+	b, sh := m.be, m.shape
+	for pos := range 2 {
+		if err := m.step(pos); err != nil {
 			t.Fatal(err)
 		}
-		if got := dev.dispatches - before; got != s.want {
-			t.Errorf("rope at %d, attention at %d: %d dispatches, want %d", s.ropePos, s.pos, got, s.want)
+	}
+	x2 := b.NewBuffer(2 * sh.dim)
+	out2 := []backend.Buffer{b.NewBuffer(2 * sh.heads * sh.headDim), b.NewBuffer(2 * sh.kvHeads * sh.headDim), b.NewBuffer(2 * sh.kvHeads * sh.headDim)}
+	norm := backend.Norm{W: m.attnNorm[0], Eps: 1e-5}
+	b.Embed(m.x, m.embed, m.ids)
+	b.MatMuls(m.qkvOut, m.x, norm, m.qkv[0], nil, 1) // as the kept plan: replayed, then recorded again
+	b.MatMuls(out2, x2, norm, m.qkv[0], nil, 2)     // grows the norm's scratch
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if len(dev.freed) == 0 {
+		t.Fatal("the outgrown scratch was not freed")
+	}
+	for pos := 2; pos < 5; pos++ {
+		m.cache.Truncate(pos)
+		if err := m.step(pos); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

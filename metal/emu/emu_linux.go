@@ -46,6 +46,10 @@ func Seed() uint64 { return seed }
 
 // Device is the emulated GPU. Buffer handles are the addresses of the memory they name.
 //
+// Like the GPU, it runs submitted plans asynchronously, one after another on a worker
+// goroutine, so a host that writes a buffer a submitted plan still reads (instead of waiting
+// first) races with the kernels here too and can see them read the new value.
+//
 // Every buffer ends (rounded up to 16 bytes) at an inaccessible guard page, so a kernel that
 // reads or writes past the end of a buffer faults instead of silently touching a neighbour.
 // For the same reason Wrap copies weights into such a buffer and makes it read-only, unlike the
@@ -54,6 +58,19 @@ type Device struct {
 	mu     sync.Mutex
 	maps   map[metal.Buf]mapping
 	closed bool
+
+	// qmu guards the queue of submitted plans; idle is signalled when the worker drains it.
+	qmu  sync.Mutex
+	idle sync.Cond
+	// queue holds copies of the plans not yet run, spare the copies' slices for reuse.
+	queue, spare [][]metal.Dispatch
+	// running is set while a worker goroutine drains the queue.
+	running bool
+	// err is the first error since the last Wait.
+	err error
+	// hold, when set (tests), is received from before each plan runs, so a test can act
+	// while a plan is certainly in flight.
+	hold chan struct{}
 }
 
 // mapping is the memory behind a handle: the whole mapped region and where the buffer starts.
@@ -64,7 +81,9 @@ type mapping struct {
 
 // New returns an emulated device.
 func New() *Device {
-	return &Device{maps: map[metal.Buf]mapping{}}
+	d := &Device{maps: map[metal.Buf]mapping{}}
+	d.idle.L = &d.qmu
+	return d
 }
 
 // guarded maps a zeroed region whose last 16-byte-rounded size bytes end at a guard page.
@@ -151,22 +170,85 @@ func (d *Device) Read(dst []byte, src metal.Arg) {
 	}
 }
 
-// Run executes the dispatches in order on the SIMT emulator.
-func (d *Device) Run(plan []metal.Dispatch) error {
+// Submit queues a copy of plan for the worker, which runs plans in order on the SIMT emulator.
+func (d *Device) Submit(plan []metal.Dispatch) error {
 	if seedErr != nil {
 		return seedErr
 	}
 	if len(plan) == 0 {
 		return nil
 	}
+	d.qmu.Lock()
+	defer d.qmu.Unlock()
+	var c []metal.Dispatch
+	if n := len(d.spare); n > 0 {
+		c, d.spare = d.spare[n-1][:0], d.spare[:n-1]
+	}
+	d.queue = append(d.queue, append(c, plan...))
+	if !d.running {
+		d.running = true
+		go d.work()
+	}
+	return nil
+}
+
+// work runs the queued plans until the queue is empty.
+func (d *Device) work() {
+	d.qmu.Lock()
+	defer d.qmu.Unlock()
+	for len(d.queue) > 0 {
+		plan := d.queue[0]
+		d.qmu.Unlock()
+		if d.hold != nil {
+			<-d.hold
+		}
+		err := run(plan)
+		d.qmu.Lock()
+		if err != nil && d.err == nil {
+			d.err = err
+		}
+		d.queue = d.queue[:copy(d.queue, d.queue[1:])]
+		d.spare = append(d.spare, plan)
+		d.idle.Broadcast()
+	}
+	d.running = false
+	d.idle.Broadcast()
+}
+
+func run(plan []metal.Dispatch) error {
 	if msg := C.emu_run((*C.emu_dispatch)(unsafe.Pointer(&plan[0])), C.int(len(plan))); msg != nil {
 		return errors.New(C.GoString(msg))
 	}
 	return nil
 }
 
-// Close unmaps every buffer.
+// Wait blocks until the submitted plans have run.
+func (d *Device) Wait() error {
+	d.qmu.Lock()
+	defer d.qmu.Unlock()
+	for d.running {
+		d.idle.Wait()
+	}
+	err := d.err
+	d.err = nil
+	return err
+}
+
+// WaitPrevious waits until at most the last submitted plan is still queued or running.
+func (d *Device) WaitPrevious() error {
+	d.qmu.Lock()
+	defer d.qmu.Unlock()
+	for d.running && len(d.queue) > 1 {
+		d.idle.Wait()
+	}
+	err := d.err
+	d.err = nil
+	return err
+}
+
+// Close waits for the submitted plans and unmaps every buffer.
 func (d *Device) Close() error {
+	d.Wait()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {

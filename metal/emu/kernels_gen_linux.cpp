@@ -41,6 +41,47 @@ inline float load_elem(device const uchar* p, uint i, uint dt) {
   if (dt == DT_F16) return float(((device const half*)p)[i]);
   return bf16_to_float(((device const ushort*)p)[i]);
 }
+
+// Activations of a gated linear unit.
+#define ACT_SILU 0
+#define ACT_GELU_TANH 1
+
+inline float silu(float g) { return g / (1.0f + exp(-g)); }
+
+// gelu_tanh is GELU's tanh approximation (PyTorch's gelu(approximate="tanh")).
+inline float gelu_tanh(float g) { return 0.5f * g * (1.0f + tanh(0.7978845608f * (g + 0.044715f * g * g * g))); }
+
+inline float glu_act(float g, uint act) { return act == ACT_GELU_TANH ? gelu_tanh(g) : silu(g); }
+
+// RoPE styles: rotation pairs (i, i+pairs) or (2i, 2i+1).
+#define ROPE_HALF 0
+#define ROPE_INTERLEAVED 1
+
+// rope_pair returns the indices, within a head, of pair i of headDim/2: a rotation pair when
+// i < pairs, else two dimensions a partial rotary embedding leaves unchanged.
+inline uint2 rope_pair(uint i, uint pairs, uint style) {
+  return style == ROPE_HALF && i < pairs ? uint2(i, i + pairs) : uint2(2 * i, 2 * i + 1);
+}
+
+// rope_dim returns dimension d of the head h points to, rotated to position pos: pair i
+// of a rotation by pos*inv[i] when d belongs to one of the first pairs pairs, else h[d] as it is
+// (pairs = 0: no rotation). Angles as in rope.metal, from precise::sin and cos.
+inline float rope_dim(device const float* h, uint d, uint pos, device const float* inv, uint pairs, uint style) {
+  uint i, d0;
+  if (style == ROPE_HALF) {
+    if (d >= 2 * pairs) return h[d];
+    i = d < pairs ? d : d - pairs;
+    d0 = i;
+  } else {
+    i = d / 2;
+    if (i >= pairs) return h[d];
+    d0 = 2 * i;
+  }
+  const uint d1 = style == ROPE_HALF ? i + pairs : d0 + 1;
+  const float a = float(pos) * inv[i];
+  const float c = precise::cos(a), s = precise::sin(a);
+  return d == d0 ? h[d0] * c - h[d1] * s : h[d0] * s + h[d1] * c;
+}
 #line 1 "metal/kernels/dequant.metal"
 // dequant.metal: one weight element at a time, for every weight format. Embedding lookups and the
 // prefill mat-mat stage tiles with it; the decode mat-vec kernels have their own block-wise paths.
@@ -149,6 +190,9 @@ struct AttnParams {
   float scale;
   uint window;    // > 0: row r sees only positions pos+r-window+1 .. pos+r
   uint kvHalf;    // 1: the caches hold half values, else float
+  uint pairs;     // q's RoPE rotation pairs (0: q is used as it is), rotated at its position
+  uint style;     // ROPE_*
+  uint splits;    // attention_decode: threadgroups per head (1: no attention_reduce pass)
 };
 
 // kv_load reads element i of a cache of half (kvHalf) or float values. The branch is uniform
@@ -296,6 +340,231 @@ kernel void attention_block(device const float* q [[buffer(0)]], device const fl
     if (d < hd) o[d] = acc[j] / l;
   }
 }
+
+// attention_decode is decode attention (one query row, at position step[0]) with q's RoPE
+// applied as it is loaded. The simdgroups of a threadgroup take interleaved keys; the lanes
+// share each key's dimensions, lane l holding DPL consecutive dimensions from l*DPL, so a key
+// and a value row are each one coalesced load across the simdgroup, and a key's score is one
+// simd_sum, known to every lane at once. Each simdgroup keeps its own online softmax; they merge
+// through threadgroup memory. HD is the head size as a compile-time constant (64, 128, 256:
+// whole vectors per lane, no bounds tests) or 0 for any even size up to ATT_MAX_HEAD_DIM.
+//
+// The scan is a template; each kernel merges its simdgroups itself, as threadgroup memory must
+// be declared in the kernel (the emulator gives each kernel's arrays to its threadgroup).
+//
+// Long contexts split: with p.splits > 1, threadgroup (h, s) takes the s-th of p.splits equal
+// parts of head h's positions and writes its (max, sum, unnormalized values) to part, and
+// attention_reduce merges them. The host splits only above ATT_SPLIT_MIN positions, so a
+// short decode stays one dispatch. Grid: (heads, splits) threadgroups of ATT_SIMDGROUPS*32.
+#define ATT_SPLIT_MIN 1024
+#define ATT_SPLIT_LEN 512
+#define ATT_SPLIT_MAX 32
+
+// attention_scan runs one simdgroup's online softmax over its keys: (m, l, acc) such that the
+// simdgroup's share of the output is acc/l with scores relative to m.
+template <uint HD>
+inline void attention_scan(device const float* q, device const float* kcache, device const float* vcache,
+                           device const uint* step, device const float* invFreq, constant AttnParams& p, uint2 tg,
+                           uint sg, uint lane, thread float& m, thread float& l, thread float* acc) {
+  constexpr uint DPL = HD == 0 ? ATT_DIMS_PER_LANE : HD / SIMD;
+  const uint hd = HD == 0 ? p.headDim : HD;
+  const uint h = tg.x, split = tg.y;
+  const uint kvh = h / (p.heads / p.kvHeads), kvStride = p.kvHeads * hd;
+  const bool kvHalf = p.kvHalf != 0;
+  const uint last = step[0], first = att_first(last, p.window);
+  const uint per = (last - first + p.splits) / p.splits;
+  const uint lo = first + split * per, hi = min(lo + per, last + 1);
+  device const float* qr = q + h * hd;
+  float qv[DPL];
+  for (uint j = 0; j < DPL; j++) {
+    const uint d = lane * DPL + j;
+    qv[j] = HD != 0 || d < hd ? rope_dim(qr, d, last, invFreq, p.pairs, p.style) * p.scale : 0.0f;
+    acc[j] = 0.0f;
+  }
+  // -FLT_MAX, not -INFINITY: fast math may assume no infinities. exp(-FLT_MAX - s) is 0.
+  m = -FLT_MAX;
+  l = 0.0f;
+  for (uint t = lo + sg; t < hi; t += ATT_SIMDGROUPS) {
+    const uint kp = t * kvStride + kvh * hd + lane * DPL;
+    float s = 0.0f;
+    for (uint j = 0; j < DPL; j++)
+      if (HD != 0 || lane * DPL + j < hd) s += qv[j] * kv_load(kcache, kp + j, kvHalf);
+    s = simd_sum(s);
+    const float mn = max(m, s), corr = exp(m - mn), e = exp(s - mn);
+    l = l * corr + e;
+    for (uint j = 0; j < DPL; j++)
+      if (HD != 0 || lane * DPL + j < hd) acc[j] = acc[j] * corr + e * kv_load(vcache, kp + j, kvHalf);
+    m = mn;
+  }
+}
+
+// att_merge_scale returns the largest of the simdgroups' maxima in mx and the merged
+// normalizer in total.
+inline void att_merge_scale(thread const float* tm, thread const float* ts, thread float& mx, thread float& total) {
+  mx = tm[0];
+  for (uint i = 1; i < ATT_SIMDGROUPS; i++) mx = max(mx, tm[i]);
+  total = 0.0f;
+  for (uint i = 0; i < ATT_SIMDGROUPS; i++) total += ts[i] * exp(tm[i] - mx);
+}
+
+// att_output is where head h's merged values go: out, normalized, or with several splits its
+// part, unnormalized after the part's max and sum (which thread 0 writes).
+inline device float* att_output(device float* out, device float* part, constant AttnParams& p, uint2 tg, uint tid,
+                                float mx, float total, thread float& norm) {
+  const uint hd = p.headDim;
+  if (p.splits == 1) {
+    norm = 1.0f / total;
+    return out + tg.x * hd;
+  }
+  device float* o = part + (tg.x * p.splits + tg.y) * (hd + 2);
+  if (tid == 0) {
+    o[0] = mx;
+    o[1] = total;
+  }
+  norm = 1.0f;
+  return o + 2;
+}
+
+kernel void attention_decode(device const float* q [[buffer(0)]], device const float* kcache [[buffer(1)]],
+                             device const float* vcache [[buffer(2)]], device float* out [[buffer(3)]],
+                             device const uint* step [[buffer(4)]], device const float* invFreq [[buffer(5)]],
+                             device float* part [[buffer(6)]], constant AttnParams& p [[buffer(7)]],
+                             uint2 tg [[threadgroup_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
+                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
+  threadgroup float tmax[ATT_SIMDGROUPS];
+  threadgroup float tsum[ATT_SIMDGROUPS];
+  threadgroup float tacc[ATT_SIMDGROUPS * ATT_MAX_HEAD_DIM];
+  float m, l, acc[ATT_DIMS_PER_LANE];
+  attention_scan<0>(q, kcache, vcache, step, invFreq, p, tg, sg, lane, m, l, acc);
+  if (lane == 0) {
+    tmax[sg] = m;
+    tsum[sg] = l;
+  }
+  for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) if (lane * ATT_DIMS_PER_LANE + j < p.headDim) tacc[sg * ATT_MAX_HEAD_DIM + lane * ATT_DIMS_PER_LANE + j] = acc[j];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  float tm[ATT_SIMDGROUPS], ts[ATT_SIMDGROUPS], mx, total, norm;
+  for (uint i = 0; i < ATT_SIMDGROUPS; i++) {
+    tm[i] = tmax[i];
+    ts[i] = tsum[i];
+  }
+  att_merge_scale(tm, ts, mx, total);
+  device float* o = att_output(out, part, p, tg, tid, mx, total, norm);
+  for (uint d = tid; d < p.headDim; d += ATT_SIMDGROUPS * SIMD) {
+    float v = 0.0f;
+    for (uint i = 0; i < ATT_SIMDGROUPS; i++) v += tacc[i * ATT_MAX_HEAD_DIM + d] * exp(tm[i] - mx);
+    o[d] = v * norm;
+  }
+}
+
+kernel void attention_decode_64(device const float* q [[buffer(0)]], device const float* kcache [[buffer(1)]],
+                             device const float* vcache [[buffer(2)]], device float* out [[buffer(3)]],
+                             device const uint* step [[buffer(4)]], device const float* invFreq [[buffer(5)]],
+                             device float* part [[buffer(6)]], constant AttnParams& p [[buffer(7)]],
+                             uint2 tg [[threadgroup_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
+                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
+  threadgroup float tmax[ATT_SIMDGROUPS];
+  threadgroup float tsum[ATT_SIMDGROUPS];
+  threadgroup float tacc[ATT_SIMDGROUPS * ATT_MAX_HEAD_DIM];
+  float m, l, acc[2];
+  attention_scan<64>(q, kcache, vcache, step, invFreq, p, tg, sg, lane, m, l, acc);
+  if (lane == 0) {
+    tmax[sg] = m;
+    tsum[sg] = l;
+  }
+  for (uint j = 0; j < 2; j++) tacc[sg * ATT_MAX_HEAD_DIM + lane * 2 + j] = acc[j];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  float tm[ATT_SIMDGROUPS], ts[ATT_SIMDGROUPS], mx, total, norm;
+  for (uint i = 0; i < ATT_SIMDGROUPS; i++) {
+    tm[i] = tmax[i];
+    ts[i] = tsum[i];
+  }
+  att_merge_scale(tm, ts, mx, total);
+  device float* o = att_output(out, part, p, tg, tid, mx, total, norm);
+  for (uint d = tid; d < p.headDim; d += ATT_SIMDGROUPS * SIMD) {
+    float v = 0.0f;
+    for (uint i = 0; i < ATT_SIMDGROUPS; i++) v += tacc[i * ATT_MAX_HEAD_DIM + d] * exp(tm[i] - mx);
+    o[d] = v * norm;
+  }
+}
+
+kernel void attention_decode_128(device const float* q [[buffer(0)]], device const float* kcache [[buffer(1)]],
+                             device const float* vcache [[buffer(2)]], device float* out [[buffer(3)]],
+                             device const uint* step [[buffer(4)]], device const float* invFreq [[buffer(5)]],
+                             device float* part [[buffer(6)]], constant AttnParams& p [[buffer(7)]],
+                             uint2 tg [[threadgroup_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
+                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
+  threadgroup float tmax[ATT_SIMDGROUPS];
+  threadgroup float tsum[ATT_SIMDGROUPS];
+  threadgroup float tacc[ATT_SIMDGROUPS * ATT_MAX_HEAD_DIM];
+  float m, l, acc[4];
+  attention_scan<128>(q, kcache, vcache, step, invFreq, p, tg, sg, lane, m, l, acc);
+  if (lane == 0) {
+    tmax[sg] = m;
+    tsum[sg] = l;
+  }
+  for (uint j = 0; j < 4; j++) tacc[sg * ATT_MAX_HEAD_DIM + lane * 4 + j] = acc[j];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  float tm[ATT_SIMDGROUPS], ts[ATT_SIMDGROUPS], mx, total, norm;
+  for (uint i = 0; i < ATT_SIMDGROUPS; i++) {
+    tm[i] = tmax[i];
+    ts[i] = tsum[i];
+  }
+  att_merge_scale(tm, ts, mx, total);
+  device float* o = att_output(out, part, p, tg, tid, mx, total, norm);
+  for (uint d = tid; d < p.headDim; d += ATT_SIMDGROUPS * SIMD) {
+    float v = 0.0f;
+    for (uint i = 0; i < ATT_SIMDGROUPS; i++) v += tacc[i * ATT_MAX_HEAD_DIM + d] * exp(tm[i] - mx);
+    o[d] = v * norm;
+  }
+}
+
+kernel void attention_decode_256(device const float* q [[buffer(0)]], device const float* kcache [[buffer(1)]],
+                             device const float* vcache [[buffer(2)]], device float* out [[buffer(3)]],
+                             device const uint* step [[buffer(4)]], device const float* invFreq [[buffer(5)]],
+                             device float* part [[buffer(6)]], constant AttnParams& p [[buffer(7)]],
+                             uint2 tg [[threadgroup_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
+                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
+  threadgroup float tmax[ATT_SIMDGROUPS];
+  threadgroup float tsum[ATT_SIMDGROUPS];
+  threadgroup float tacc[ATT_SIMDGROUPS * ATT_MAX_HEAD_DIM];
+  float m, l, acc[8];
+  attention_scan<256>(q, kcache, vcache, step, invFreq, p, tg, sg, lane, m, l, acc);
+  if (lane == 0) {
+    tmax[sg] = m;
+    tsum[sg] = l;
+  }
+  for (uint j = 0; j < 8; j++) tacc[sg * ATT_MAX_HEAD_DIM + lane * 8 + j] = acc[j];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  float tm[ATT_SIMDGROUPS], ts[ATT_SIMDGROUPS], mx, total, norm;
+  for (uint i = 0; i < ATT_SIMDGROUPS; i++) {
+    tm[i] = tmax[i];
+    ts[i] = tsum[i];
+  }
+  att_merge_scale(tm, ts, mx, total);
+  device float* o = att_output(out, part, p, tg, tid, mx, total, norm);
+  for (uint d = tid; d < p.headDim; d += ATT_SIMDGROUPS * SIMD) {
+    float v = 0.0f;
+    for (uint i = 0; i < ATT_SIMDGROUPS; i++) v += tacc[i * ATT_MAX_HEAD_DIM + d] * exp(tm[i] - mx);
+    o[d] = v * norm;
+  }
+}
+
+// Grid: heads threadgroups.
+kernel void attention_reduce(device const float* part [[buffer(0)]], device float* out [[buffer(1)]],
+                             constant AttnParams& p [[buffer(2)]], uint h [[threadgroup_position_in_grid]],
+                             uint tid [[thread_index_in_threadgroup]], uint ntg [[threads_per_threadgroup]]) {
+  const uint hd = p.headDim, stride = hd + 2;
+  device const float* ph = part + h * p.splits * stride;
+  float mx = ph[0];
+  for (uint s = 1; s < p.splits; s++) mx = max(mx, ph[s * stride]);
+  float total = 0.0f;
+  for (uint s = 0; s < p.splits; s++) total += ph[s * stride + 1] * exp(ph[s * stride] - mx);
+  for (uint d = tid; d < hd; d += ntg) {
+    float v = 0.0f;
+    for (uint s = 0; s < p.splits; s++) v += ph[s * stride + 2 + d] * exp(ph[s * stride] - mx);
+    out[h * hd + d] = v / total;
+  }
+}
 #line 1 "metal/kernels/elementwise.metal"
 // elementwise.metal: SiLU·mul, GELU·mul, scaling, residual add and the embedding lookup.
 
@@ -307,17 +576,14 @@ kernel void silu_mul(device const float* gate [[buffer(0)]], device const float*
                      device float* out [[buffer(2)]], constant EltParams& p [[buffer(3)]],
                      uint i [[thread_position_in_grid]]) {
   if (i >= p.n) return;
-  float g = gate[i];
-  out[i] = g / (1.0f + exp(-g)) * up[i];
+  out[i] = silu(gate[i]) * up[i];
 }
 
-// gelu_mul uses GELU's tanh approximation (PyTorch's gelu(approximate="tanh")).
 kernel void gelu_mul(device const float* gate [[buffer(0)]], device const float* up [[buffer(1)]],
                      device float* out [[buffer(2)]], constant EltParams& p [[buffer(3)]],
                      uint i [[thread_position_in_grid]]) {
   if (i >= p.n) return;
-  float g = gate[i];
-  out[i] = 0.5f * g * (1.0f + tanh(0.7978845608f * (g + 0.044715f * g * g * g))) * up[i];
+  out[i] = gelu_tanh(gate[i]) * up[i];
 }
 
 struct ScaleParams {
@@ -419,12 +685,49 @@ kernel void matmul(device const uchar* w [[buffer(0)]], device const uchar* scal
 // clamped for reading and skipped for writing, so any row count works; inputs past the end of
 // an F32/F16/BF16 row (the only formats whose cols need not be a multiple of 16) are skipped.
 // Grid: (ceil(rows/8), batch) threadgroups of 64 threads.
+//
+// matvecs_<fmt> is the decode step's shared-input mat-vec: up to 3 weights of one format over
+// one x (q, k and v; the output head), their rows one grid, and an RMSNorm of x folded in: the
+// lanes add up x² in the loop that loads x for the dot products, each simdgroup reads all of x
+// so its simd_sum is the row's sum, and the dot products of W with x*(w+offset) are scaled by
+// 1/sqrt(mean(x²)+eps) at the end; no separate pass over x, no normalized copy. matvec_glu_<fmt>
+// does the same for an MLP's gate and up weights and writes act(gate)*up.
 
 struct MatVecParams {
   Weight w;
   uint hasBias;
   uint biasDT;
   uint addTo;  // 1: also residual[row] += out[row] (the residual add that follows o/down)
+};
+
+// NormParams describes an RMSNorm folded into a mat-vec: x is used as x*(w+offset)/sqrt(mean(x²)+eps).
+struct NormParams {
+  uint on;  // 0: x is used as it is
+  uint dt;  // DT_* of the norm weight
+  float eps;
+  float offset;
+};
+
+// MatVecsParams: up to 3 weights that share format and cols (w; its rows field is unused).
+struct MatVecsParams {
+  Weight w;
+  uint rows0;  // output rows of weight 0, 1, 2; 0 when there is no such weight
+  uint rows1;
+  uint rows2;
+  uint hasBias;  // bit i: weight i has a bias
+  uint biasDT0;
+  uint biasDT1;
+  uint biasDT2;
+  uint addTo;  // 1: also residual[row] += out0[row] (one weight)
+  NormParams norm;
+};
+
+// GLUParams: an MLP's gate and up weights (same format and shape) over one x.
+struct GLUParams {
+  Weight gate;
+  Weight up;
+  uint act;  // ACT_*
+  NormParams norm;
 };
 
 // MatVecPairParams: two matrices of the same format and shape over one x (gate and up).
@@ -437,15 +740,15 @@ struct MatVecPairParams {
 #define MV_SIMDGROUPS 2
 #define MV_CHUNK 16
 
-// Each format supplies load_x (fill 16 inputs of chunk c, possibly pre-scaled, and return their
-// plain sum) and dot (the chunk's contribution to one row).
+// Each format supplies load_x (fill xv with the 16 inputs of chunk c starting at p, possibly
+// pre-scaled, and return their plain sum; n is how many inputs are left in the row, so at least
+// 1) and dot (the chunk's contribution to one row). load_x reads device memory (x itself) or a
+// thread array (x already multiplied by a folded norm's weight).
 
 struct FmtFloat {
-  static float load_x(device const float* x, uint c, uint k, thread float* xv) {
-    for (uint j = 0; j < MV_CHUNK; j++) {
-      uint i = c * MV_CHUNK + j;
-      xv[j] = i < k ? x[i] : 0.0f;
-    }
+  template <typename P>
+  static float load_x(P p, uint, uint n, thread float* xv) {
+    for (uint j = 0; j < MV_CHUNK; j++) xv[j] = j < n ? p[j] : 0.0f;
     return 0.0f;
   }
 };
@@ -486,8 +789,8 @@ struct FmtBF16 : FmtFloat {
 // 4-bit affine: x is pre-divided by 16^(j%4) so each code is used in place inside its 16-bit
 // word (w & 0x00f0 is 16*q), as MLX does, saving a shift per element.
 struct FmtAffine4 {
-  static float load_x(device const float* x, uint c, uint, thread float* xv) {
-    device const float* p = x + c * MV_CHUNK;
+  template <typename P>
+  static float load_x(P p, uint, uint, thread float* xv) {
     float s = 0.0f;
     for (uint j = 0; j < MV_CHUNK; j += 4) {
       s += p[j] + p[j + 1] + p[j + 2] + p[j + 3];
@@ -513,8 +816,8 @@ struct FmtAffine4 {
 };
 
 struct FmtAffine8 {
-  static float load_x(device const float* x, uint c, uint, thread float* xv) {
-    device const float* p = x + c * MV_CHUNK;
+  template <typename P>
+  static float load_x(P p, uint, uint, thread float* xv) {
     float s = 0.0f;
     for (uint j = 0; j < MV_CHUNK; j++) {
       xv[j] = p[j];
@@ -549,8 +852,8 @@ struct FmtQ8_0 : FmtAffine8 {
 // element 2t of a chunk sits at bit 0 (low nibbles) or 4 (high) of word t, element 2t+1 at bit
 // 8 or 12, so x is pre-divided by 1, 256 (low) or 16, 4096 (high); powers of two, exactly.
 struct FmtQ4_0 {
-  static float load_x(device const float* x, uint c, uint, thread float* xv) {
-    device const float* p = x + c * MV_CHUNK;
+  template <typename P>
+  static float load_x(P p, uint c, uint, thread float* xv) {
     const float lo = c % 2 == 0 ? 1.0f : 1.0f / 16.0f, hi = lo / 256.0f;
     float s = 0.0f;
     for (uint j = 0; j < MV_CHUNK; j += 2) {
@@ -651,7 +954,7 @@ inline void matvec_impl(device const uchar* w, device const uchar* scales, devic
   float xv[MV_CHUNK];
   const uint chunks = (wt.cols + MV_CHUNK - 1) / MV_CHUNK;
   for (uint c = lane; c < chunks; c += SIMD) {
-    float xs = F::load_x(x, c, wt.cols, xv);
+    float xs = F::load_x(x + c * MV_CHUNK, c, wt.cols - c * MV_CHUNK, xv);
     for (uint r = 0; r < MV_ROWS; r++) {
       uint row = min(row0 + r, wt.rows - 1);
       acc[r] += F::dot(wt, w + row * wt.rowBytes, scales, biases, row, c, xv, xs);
@@ -682,7 +985,7 @@ inline void matvec_silu_impl(device const uchar* wg, device const uchar* sg_, de
   float xv[MV_CHUNK];
   const uint chunks = (wt.cols + MV_CHUNK - 1) / MV_CHUNK;
   for (uint c = lane; c < chunks; c += SIMD) {
-    float xs = F::load_x(x, c, wt.cols, xv);
+    float xs = F::load_x(x + c * MV_CHUNK, c, wt.cols - c * MV_CHUNK, xv);
     for (uint r = 0; r < MV_ROWS; r++) {
       uint row = min(row0 + r, wt.rows - 1);
       ag[r] += F::dot(wt, wg + row * wt.rowBytes, sg_, bg, row, c, xv, xs);
@@ -695,8 +998,115 @@ inline void matvec_silu_impl(device const uchar* wg, device const uchar* sg_, de
     if (lane == 0 && row < wt.rows) {
       gate[row] = g;
       up[row] = u;
-      out[row] = g / (1.0f + exp(-g)) * u;
+      out[row] = silu(g) * u;
     }
+  }
+}
+
+// mv_load fills xv with chunk c of x for F::dot and returns F::load_x's sum; with a folded norm
+// it adds the chunk's squares of x to ss and loads x times the norm weight instead.
+template <class F>
+inline float mv_load(device const float* x, uint cols, device const uchar* nw, NormParams nm, uint c,
+                     thread float* xv, thread float& ss) {
+  const uint i0 = c * MV_CHUNK, n = cols - i0;
+  if (nm.on == 0) return F::load_x(x + i0, c, n, xv);
+  float t[MV_CHUNK];
+  for (uint j = 0; j < MV_CHUNK; j++) {
+    const float v = j < n ? x[i0 + j] : 0.0f;
+    ss += v * v;
+    t[j] = j < n ? v * (load_elem(nw, i0 + j, nm.dt) + nm.offset) : 0.0f;
+  }
+  return F::load_x(t, c, n, xv);
+}
+
+// mv_norm_scale is the folded norm's 1/sqrt(mean(x²)+eps), or 1 without a norm. Every lane of
+// the simdgroup calls it: each simdgroup loaded all of x, so the simd_sum of ss is the row's.
+inline float mv_norm_scale(NormParams nm, float ss, uint cols) {
+  if (nm.on == 0) return 1.0f;
+  return rsqrt(simd_sum(ss) / float(cols) + nm.eps);
+}
+
+// matvecs_impl: threadgroups [0, g0) make weight 0's rows, the next g1 weight 1's, the rest
+// weight 2's (gk = ceil(rowsk/8)).
+template <class F>
+inline void matvecs_impl(device const uchar* w0, device const uchar* s0, device const uchar* b0, device const uchar* bias0,
+                         device const uchar* w1, device const uchar* s1, device const uchar* b1, device const uchar* bias1,
+                         device const uchar* w2, device const uchar* s2, device const uchar* b2, device const uchar* bias2,
+                         device const float* x, device const uchar* nw, device float* out0, device float* out1,
+                         device float* out2, device float* residual, constant MatVecsParams& p, uint tg, uint sg,
+                         uint lane) {
+  const uint per = MV_SIMDGROUPS * MV_ROWS;
+  const uint g0 = (p.rows0 + per - 1) / per, g1 = (p.rows1 + per - 1) / per;
+  uint t = tg, k = 0;
+  if (t >= g0) {
+    t -= g0;
+    k = 1;
+    if (t >= g1) {
+      t -= g1;
+      k = 2;
+    }
+  }
+  device const uchar* w = k == 0 ? w0 : k == 1 ? w1 : w2;
+  device const uchar* scales = k == 0 ? s0 : k == 1 ? s1 : s2;
+  device const uchar* biases = k == 0 ? b0 : k == 1 ? b1 : b2;
+  device const uchar* bias = k == 0 ? bias0 : k == 1 ? bias1 : bias2;
+  device float* out = k == 0 ? out0 : k == 1 ? out1 : out2;
+  const uint biasDT = k == 0 ? p.biasDT0 : k == 1 ? p.biasDT1 : p.biasDT2;
+  const bool hasBias = ((p.hasBias >> k) & 1) != 0;
+  Weight wt = p.w;
+  wt.rows = k == 0 ? p.rows0 : k == 1 ? p.rows1 : p.rows2;
+  const NormParams nm = p.norm;
+  const uint row0 = (t * MV_SIMDGROUPS + sg) * MV_ROWS;
+  float acc[MV_ROWS] = {0.0f, 0.0f, 0.0f, 0.0f};
+  float xv[MV_CHUNK];
+  float ss = 0.0f;
+  const uint chunks = (wt.cols + MV_CHUNK - 1) / MV_CHUNK;
+  for (uint c = lane; c < chunks; c += SIMD) {
+    const float xs = mv_load<F>(x, wt.cols, nw, nm, c, xv, ss);
+    for (uint r = 0; r < MV_ROWS; r++) {
+      uint row = min(row0 + r, wt.rows - 1);
+      acc[r] += F::dot(wt, w + row * wt.rowBytes, scales, biases, row, c, xv, xs);
+    }
+  }
+  const float rn = mv_norm_scale(nm, ss, wt.cols);
+  for (uint r = 0; r < MV_ROWS; r++) {
+    float s = simd_sum(acc[r]) * rn;
+    uint row = row0 + r;
+    if (lane == 0 && row < wt.rows) {
+      s += hasBias ? load_elem(bias, row, biasDT) : 0.0f;
+      out[row] = s;
+      if (p.addTo != 0) residual[row] += s;
+    }
+  }
+}
+
+// matvec_glu_impl: each simdgroup makes 4 rows of gate and up from one read of x and writes
+// act(gate)*up.
+template <class F>
+inline void matvec_glu_impl(device const uchar* wg, device const uchar* sg_, device const uchar* bg,
+                            device const uchar* wu, device const uchar* su, device const uchar* bu,
+                            device const float* x, device const uchar* nw, device float* out,
+                            constant GLUParams& p, uint tg, uint sg, uint lane) {
+  const Weight wt = p.gate, wt2 = p.up;
+  const NormParams nm = p.norm;
+  const uint row0 = (tg * MV_SIMDGROUPS + sg) * MV_ROWS;
+  float ag[MV_ROWS] = {0.0f, 0.0f, 0.0f, 0.0f}, au[MV_ROWS] = {0.0f, 0.0f, 0.0f, 0.0f};
+  float xv[MV_CHUNK];
+  float ss = 0.0f;
+  const uint chunks = (wt.cols + MV_CHUNK - 1) / MV_CHUNK;
+  for (uint c = lane; c < chunks; c += SIMD) {
+    const float xs = mv_load<F>(x, wt.cols, nw, nm, c, xv, ss);
+    for (uint r = 0; r < MV_ROWS; r++) {
+      uint row = min(row0 + r, wt.rows - 1);
+      ag[r] += F::dot(wt, wg + row * wt.rowBytes, sg_, bg, row, c, xv, xs);
+      au[r] += F::dot(wt2, wu + row * wt2.rowBytes, su, bu, row, c, xv, xs);
+    }
+  }
+  const float rn = mv_norm_scale(nm, ss, wt.cols);
+  for (uint r = 0; r < MV_ROWS; r++) {
+    float g = simd_sum(ag[r]) * rn, u = simd_sum(au[r]) * rn;
+    uint row = row0 + r;
+    if (lane == 0 && row < wt.rows) out[row] = glu_act(g, p.act) * u;
   }
 }
 
@@ -907,6 +1317,281 @@ kernel void matvec_silu_q6_k(device const uchar* wg [[buffer(0)]], device const 
                              constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
                              uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
   matvec_silu_impl<FmtQ6_K>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
+}
+
+kernel void matvecs_f32(device const uchar* w0 [[buffer(0)]], device const uchar* s0 [[buffer(1)]],
+                       device const uchar* b0 [[buffer(2)]], device const uchar* bias0 [[buffer(3)]],
+                       device const uchar* w1 [[buffer(4)]], device const uchar* s1 [[buffer(5)]],
+                       device const uchar* b1 [[buffer(6)]], device const uchar* bias1 [[buffer(7)]],
+                       device const uchar* w2 [[buffer(8)]], device const uchar* s2 [[buffer(9)]],
+                       device const uchar* b2 [[buffer(10)]], device const uchar* bias2 [[buffer(11)]],
+                       device const float* x [[buffer(12)]], device const uchar* nw [[buffer(13)]],
+                       device float* out0 [[buffer(14)]], device float* out1 [[buffer(15)]],
+                       device float* out2 [[buffer(16)]], device float* residual [[buffer(17)]],
+                       constant MatVecsParams& p [[buffer(18)]], uint tg [[threadgroup_position_in_grid]],
+                       uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
+  matvecs_impl<FmtF32>(w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual, p, tg,
+                   sg, lane);
+}
+
+kernel void matvecs_f16(device const uchar* w0 [[buffer(0)]], device const uchar* s0 [[buffer(1)]],
+                       device const uchar* b0 [[buffer(2)]], device const uchar* bias0 [[buffer(3)]],
+                       device const uchar* w1 [[buffer(4)]], device const uchar* s1 [[buffer(5)]],
+                       device const uchar* b1 [[buffer(6)]], device const uchar* bias1 [[buffer(7)]],
+                       device const uchar* w2 [[buffer(8)]], device const uchar* s2 [[buffer(9)]],
+                       device const uchar* b2 [[buffer(10)]], device const uchar* bias2 [[buffer(11)]],
+                       device const float* x [[buffer(12)]], device const uchar* nw [[buffer(13)]],
+                       device float* out0 [[buffer(14)]], device float* out1 [[buffer(15)]],
+                       device float* out2 [[buffer(16)]], device float* residual [[buffer(17)]],
+                       constant MatVecsParams& p [[buffer(18)]], uint tg [[threadgroup_position_in_grid]],
+                       uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
+  matvecs_impl<FmtF16>(w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual, p, tg,
+                   sg, lane);
+}
+
+kernel void matvecs_bf16(device const uchar* w0 [[buffer(0)]], device const uchar* s0 [[buffer(1)]],
+                       device const uchar* b0 [[buffer(2)]], device const uchar* bias0 [[buffer(3)]],
+                       device const uchar* w1 [[buffer(4)]], device const uchar* s1 [[buffer(5)]],
+                       device const uchar* b1 [[buffer(6)]], device const uchar* bias1 [[buffer(7)]],
+                       device const uchar* w2 [[buffer(8)]], device const uchar* s2 [[buffer(9)]],
+                       device const uchar* b2 [[buffer(10)]], device const uchar* bias2 [[buffer(11)]],
+                       device const float* x [[buffer(12)]], device const uchar* nw [[buffer(13)]],
+                       device float* out0 [[buffer(14)]], device float* out1 [[buffer(15)]],
+                       device float* out2 [[buffer(16)]], device float* residual [[buffer(17)]],
+                       constant MatVecsParams& p [[buffer(18)]], uint tg [[threadgroup_position_in_grid]],
+                       uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
+  matvecs_impl<FmtBF16>(w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual, p, tg,
+                   sg, lane);
+}
+
+kernel void matvecs_affine4(device const uchar* w0 [[buffer(0)]], device const uchar* s0 [[buffer(1)]],
+                       device const uchar* b0 [[buffer(2)]], device const uchar* bias0 [[buffer(3)]],
+                       device const uchar* w1 [[buffer(4)]], device const uchar* s1 [[buffer(5)]],
+                       device const uchar* b1 [[buffer(6)]], device const uchar* bias1 [[buffer(7)]],
+                       device const uchar* w2 [[buffer(8)]], device const uchar* s2 [[buffer(9)]],
+                       device const uchar* b2 [[buffer(10)]], device const uchar* bias2 [[buffer(11)]],
+                       device const float* x [[buffer(12)]], device const uchar* nw [[buffer(13)]],
+                       device float* out0 [[buffer(14)]], device float* out1 [[buffer(15)]],
+                       device float* out2 [[buffer(16)]], device float* residual [[buffer(17)]],
+                       constant MatVecsParams& p [[buffer(18)]], uint tg [[threadgroup_position_in_grid]],
+                       uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
+  matvecs_impl<FmtAffine4>(w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual, p, tg,
+                   sg, lane);
+}
+
+kernel void matvecs_affine8(device const uchar* w0 [[buffer(0)]], device const uchar* s0 [[buffer(1)]],
+                       device const uchar* b0 [[buffer(2)]], device const uchar* bias0 [[buffer(3)]],
+                       device const uchar* w1 [[buffer(4)]], device const uchar* s1 [[buffer(5)]],
+                       device const uchar* b1 [[buffer(6)]], device const uchar* bias1 [[buffer(7)]],
+                       device const uchar* w2 [[buffer(8)]], device const uchar* s2 [[buffer(9)]],
+                       device const uchar* b2 [[buffer(10)]], device const uchar* bias2 [[buffer(11)]],
+                       device const float* x [[buffer(12)]], device const uchar* nw [[buffer(13)]],
+                       device float* out0 [[buffer(14)]], device float* out1 [[buffer(15)]],
+                       device float* out2 [[buffer(16)]], device float* residual [[buffer(17)]],
+                       constant MatVecsParams& p [[buffer(18)]], uint tg [[threadgroup_position_in_grid]],
+                       uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
+  matvecs_impl<FmtAffine8>(w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual, p, tg,
+                   sg, lane);
+}
+
+kernel void matvecs_q8_0(device const uchar* w0 [[buffer(0)]], device const uchar* s0 [[buffer(1)]],
+                       device const uchar* b0 [[buffer(2)]], device const uchar* bias0 [[buffer(3)]],
+                       device const uchar* w1 [[buffer(4)]], device const uchar* s1 [[buffer(5)]],
+                       device const uchar* b1 [[buffer(6)]], device const uchar* bias1 [[buffer(7)]],
+                       device const uchar* w2 [[buffer(8)]], device const uchar* s2 [[buffer(9)]],
+                       device const uchar* b2 [[buffer(10)]], device const uchar* bias2 [[buffer(11)]],
+                       device const float* x [[buffer(12)]], device const uchar* nw [[buffer(13)]],
+                       device float* out0 [[buffer(14)]], device float* out1 [[buffer(15)]],
+                       device float* out2 [[buffer(16)]], device float* residual [[buffer(17)]],
+                       constant MatVecsParams& p [[buffer(18)]], uint tg [[threadgroup_position_in_grid]],
+                       uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
+  matvecs_impl<FmtQ8_0>(w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual, p, tg,
+                   sg, lane);
+}
+
+kernel void matvecs_q4_0(device const uchar* w0 [[buffer(0)]], device const uchar* s0 [[buffer(1)]],
+                       device const uchar* b0 [[buffer(2)]], device const uchar* bias0 [[buffer(3)]],
+                       device const uchar* w1 [[buffer(4)]], device const uchar* s1 [[buffer(5)]],
+                       device const uchar* b1 [[buffer(6)]], device const uchar* bias1 [[buffer(7)]],
+                       device const uchar* w2 [[buffer(8)]], device const uchar* s2 [[buffer(9)]],
+                       device const uchar* b2 [[buffer(10)]], device const uchar* bias2 [[buffer(11)]],
+                       device const float* x [[buffer(12)]], device const uchar* nw [[buffer(13)]],
+                       device float* out0 [[buffer(14)]], device float* out1 [[buffer(15)]],
+                       device float* out2 [[buffer(16)]], device float* residual [[buffer(17)]],
+                       constant MatVecsParams& p [[buffer(18)]], uint tg [[threadgroup_position_in_grid]],
+                       uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
+  matvecs_impl<FmtQ4_0>(w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual, p, tg,
+                   sg, lane);
+}
+
+kernel void matvecs_q5_0(device const uchar* w0 [[buffer(0)]], device const uchar* s0 [[buffer(1)]],
+                       device const uchar* b0 [[buffer(2)]], device const uchar* bias0 [[buffer(3)]],
+                       device const uchar* w1 [[buffer(4)]], device const uchar* s1 [[buffer(5)]],
+                       device const uchar* b1 [[buffer(6)]], device const uchar* bias1 [[buffer(7)]],
+                       device const uchar* w2 [[buffer(8)]], device const uchar* s2 [[buffer(9)]],
+                       device const uchar* b2 [[buffer(10)]], device const uchar* bias2 [[buffer(11)]],
+                       device const float* x [[buffer(12)]], device const uchar* nw [[buffer(13)]],
+                       device float* out0 [[buffer(14)]], device float* out1 [[buffer(15)]],
+                       device float* out2 [[buffer(16)]], device float* residual [[buffer(17)]],
+                       constant MatVecsParams& p [[buffer(18)]], uint tg [[threadgroup_position_in_grid]],
+                       uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
+  matvecs_impl<FmtQ5_0>(w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual, p, tg,
+                   sg, lane);
+}
+
+kernel void matvecs_q4_k(device const uchar* w0 [[buffer(0)]], device const uchar* s0 [[buffer(1)]],
+                       device const uchar* b0 [[buffer(2)]], device const uchar* bias0 [[buffer(3)]],
+                       device const uchar* w1 [[buffer(4)]], device const uchar* s1 [[buffer(5)]],
+                       device const uchar* b1 [[buffer(6)]], device const uchar* bias1 [[buffer(7)]],
+                       device const uchar* w2 [[buffer(8)]], device const uchar* s2 [[buffer(9)]],
+                       device const uchar* b2 [[buffer(10)]], device const uchar* bias2 [[buffer(11)]],
+                       device const float* x [[buffer(12)]], device const uchar* nw [[buffer(13)]],
+                       device float* out0 [[buffer(14)]], device float* out1 [[buffer(15)]],
+                       device float* out2 [[buffer(16)]], device float* residual [[buffer(17)]],
+                       constant MatVecsParams& p [[buffer(18)]], uint tg [[threadgroup_position_in_grid]],
+                       uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
+  matvecs_impl<FmtQ4_K>(w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual, p, tg,
+                   sg, lane);
+}
+
+kernel void matvecs_q5_k(device const uchar* w0 [[buffer(0)]], device const uchar* s0 [[buffer(1)]],
+                       device const uchar* b0 [[buffer(2)]], device const uchar* bias0 [[buffer(3)]],
+                       device const uchar* w1 [[buffer(4)]], device const uchar* s1 [[buffer(5)]],
+                       device const uchar* b1 [[buffer(6)]], device const uchar* bias1 [[buffer(7)]],
+                       device const uchar* w2 [[buffer(8)]], device const uchar* s2 [[buffer(9)]],
+                       device const uchar* b2 [[buffer(10)]], device const uchar* bias2 [[buffer(11)]],
+                       device const float* x [[buffer(12)]], device const uchar* nw [[buffer(13)]],
+                       device float* out0 [[buffer(14)]], device float* out1 [[buffer(15)]],
+                       device float* out2 [[buffer(16)]], device float* residual [[buffer(17)]],
+                       constant MatVecsParams& p [[buffer(18)]], uint tg [[threadgroup_position_in_grid]],
+                       uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
+  matvecs_impl<FmtQ5_K>(w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual, p, tg,
+                   sg, lane);
+}
+
+kernel void matvecs_q6_k(device const uchar* w0 [[buffer(0)]], device const uchar* s0 [[buffer(1)]],
+                       device const uchar* b0 [[buffer(2)]], device const uchar* bias0 [[buffer(3)]],
+                       device const uchar* w1 [[buffer(4)]], device const uchar* s1 [[buffer(5)]],
+                       device const uchar* b1 [[buffer(6)]], device const uchar* bias1 [[buffer(7)]],
+                       device const uchar* w2 [[buffer(8)]], device const uchar* s2 [[buffer(9)]],
+                       device const uchar* b2 [[buffer(10)]], device const uchar* bias2 [[buffer(11)]],
+                       device const float* x [[buffer(12)]], device const uchar* nw [[buffer(13)]],
+                       device float* out0 [[buffer(14)]], device float* out1 [[buffer(15)]],
+                       device float* out2 [[buffer(16)]], device float* residual [[buffer(17)]],
+                       constant MatVecsParams& p [[buffer(18)]], uint tg [[threadgroup_position_in_grid]],
+                       uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
+  matvecs_impl<FmtQ6_K>(w0, s0, b0, bias0, w1, s1, b1, bias1, w2, s2, b2, bias2, x, nw, out0, out1, out2, residual, p, tg,
+                   sg, lane);
+}
+
+kernel void matvec_glu_f32(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
+                           device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
+                           device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
+                           device const float* x [[buffer(6)]], device const uchar* nw [[buffer(7)]],
+                           device float* out [[buffer(8)]], constant GLUParams& p [[buffer(9)]],
+                           uint tg [[threadgroup_position_in_grid]], uint sg [[simdgroup_index_in_threadgroup]],
+                           uint lane [[thread_index_in_simdgroup]]) {
+  matvec_glu_impl<FmtF32>(wg, sg_, bg, wu, su, bu, x, nw, out, p, tg, sg, lane);
+}
+
+kernel void matvec_glu_f16(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
+                           device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
+                           device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
+                           device const float* x [[buffer(6)]], device const uchar* nw [[buffer(7)]],
+                           device float* out [[buffer(8)]], constant GLUParams& p [[buffer(9)]],
+                           uint tg [[threadgroup_position_in_grid]], uint sg [[simdgroup_index_in_threadgroup]],
+                           uint lane [[thread_index_in_simdgroup]]) {
+  matvec_glu_impl<FmtF16>(wg, sg_, bg, wu, su, bu, x, nw, out, p, tg, sg, lane);
+}
+
+kernel void matvec_glu_bf16(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
+                           device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
+                           device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
+                           device const float* x [[buffer(6)]], device const uchar* nw [[buffer(7)]],
+                           device float* out [[buffer(8)]], constant GLUParams& p [[buffer(9)]],
+                           uint tg [[threadgroup_position_in_grid]], uint sg [[simdgroup_index_in_threadgroup]],
+                           uint lane [[thread_index_in_simdgroup]]) {
+  matvec_glu_impl<FmtBF16>(wg, sg_, bg, wu, su, bu, x, nw, out, p, tg, sg, lane);
+}
+
+kernel void matvec_glu_affine4(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
+                           device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
+                           device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
+                           device const float* x [[buffer(6)]], device const uchar* nw [[buffer(7)]],
+                           device float* out [[buffer(8)]], constant GLUParams& p [[buffer(9)]],
+                           uint tg [[threadgroup_position_in_grid]], uint sg [[simdgroup_index_in_threadgroup]],
+                           uint lane [[thread_index_in_simdgroup]]) {
+  matvec_glu_impl<FmtAffine4>(wg, sg_, bg, wu, su, bu, x, nw, out, p, tg, sg, lane);
+}
+
+kernel void matvec_glu_affine8(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
+                           device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
+                           device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
+                           device const float* x [[buffer(6)]], device const uchar* nw [[buffer(7)]],
+                           device float* out [[buffer(8)]], constant GLUParams& p [[buffer(9)]],
+                           uint tg [[threadgroup_position_in_grid]], uint sg [[simdgroup_index_in_threadgroup]],
+                           uint lane [[thread_index_in_simdgroup]]) {
+  matvec_glu_impl<FmtAffine8>(wg, sg_, bg, wu, su, bu, x, nw, out, p, tg, sg, lane);
+}
+
+kernel void matvec_glu_q8_0(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
+                           device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
+                           device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
+                           device const float* x [[buffer(6)]], device const uchar* nw [[buffer(7)]],
+                           device float* out [[buffer(8)]], constant GLUParams& p [[buffer(9)]],
+                           uint tg [[threadgroup_position_in_grid]], uint sg [[simdgroup_index_in_threadgroup]],
+                           uint lane [[thread_index_in_simdgroup]]) {
+  matvec_glu_impl<FmtQ8_0>(wg, sg_, bg, wu, su, bu, x, nw, out, p, tg, sg, lane);
+}
+
+kernel void matvec_glu_q4_0(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
+                           device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
+                           device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
+                           device const float* x [[buffer(6)]], device const uchar* nw [[buffer(7)]],
+                           device float* out [[buffer(8)]], constant GLUParams& p [[buffer(9)]],
+                           uint tg [[threadgroup_position_in_grid]], uint sg [[simdgroup_index_in_threadgroup]],
+                           uint lane [[thread_index_in_simdgroup]]) {
+  matvec_glu_impl<FmtQ4_0>(wg, sg_, bg, wu, su, bu, x, nw, out, p, tg, sg, lane);
+}
+
+kernel void matvec_glu_q5_0(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
+                           device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
+                           device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
+                           device const float* x [[buffer(6)]], device const uchar* nw [[buffer(7)]],
+                           device float* out [[buffer(8)]], constant GLUParams& p [[buffer(9)]],
+                           uint tg [[threadgroup_position_in_grid]], uint sg [[simdgroup_index_in_threadgroup]],
+                           uint lane [[thread_index_in_simdgroup]]) {
+  matvec_glu_impl<FmtQ5_0>(wg, sg_, bg, wu, su, bu, x, nw, out, p, tg, sg, lane);
+}
+
+kernel void matvec_glu_q4_k(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
+                           device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
+                           device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
+                           device const float* x [[buffer(6)]], device const uchar* nw [[buffer(7)]],
+                           device float* out [[buffer(8)]], constant GLUParams& p [[buffer(9)]],
+                           uint tg [[threadgroup_position_in_grid]], uint sg [[simdgroup_index_in_threadgroup]],
+                           uint lane [[thread_index_in_simdgroup]]) {
+  matvec_glu_impl<FmtQ4_K>(wg, sg_, bg, wu, su, bu, x, nw, out, p, tg, sg, lane);
+}
+
+kernel void matvec_glu_q5_k(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
+                           device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
+                           device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
+                           device const float* x [[buffer(6)]], device const uchar* nw [[buffer(7)]],
+                           device float* out [[buffer(8)]], constant GLUParams& p [[buffer(9)]],
+                           uint tg [[threadgroup_position_in_grid]], uint sg [[simdgroup_index_in_threadgroup]],
+                           uint lane [[thread_index_in_simdgroup]]) {
+  matvec_glu_impl<FmtQ5_K>(wg, sg_, bg, wu, su, bu, x, nw, out, p, tg, sg, lane);
+}
+
+kernel void matvec_glu_q6_k(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
+                           device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
+                           device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
+                           device const float* x [[buffer(6)]], device const uchar* nw [[buffer(7)]],
+                           device float* out [[buffer(8)]], constant GLUParams& p [[buffer(9)]],
+                           uint tg [[threadgroup_position_in_grid]], uint sg [[simdgroup_index_in_threadgroup]],
+                           uint lane [[thread_index_in_simdgroup]]) {
+  matvec_glu_impl<FmtQ6_K>(wg, sg_, bg, wu, su, bu, x, nw, out, p, tg, sg, lane);
 }
 #line 1 "metal/kernels/norm.metal"
 // norm.metal: RMSNorm, one threadgroup per row. In place (out == x) is allowed: every thread
@@ -1129,9 +1814,6 @@ kernel void copy_buf(device const float* src [[buffer(0)]], device float* dst [[
 // The angles use precise::sin and cos: fast math's may be off by 2^-13 (more for the large angles
 // of late positions), an error every query and key would carry into attention.
 
-#define ROPE_HALF 0
-#define ROPE_INTERLEAVED 1
-
 struct RopeParams {
   uint rows;     // positions pos .. pos+rows-1, pos in step[0]
   uint heads;
@@ -1139,12 +1821,6 @@ struct RopeParams {
   uint style;    // ROPE_*
   uint pairs;    // rotated pairs: dimensions 0 .. 2*pairs-1 rotate, the rest pass through
 };
-
-// rope_pair returns the indices, within a head, of pair i of headDim/2: a rotation pair when
-// i < pairs, else two dimensions a partial rotary embedding leaves unchanged.
-inline uint2 rope_pair(uint i, uint pairs, uint style) {
-  return style == ROPE_HALF && i < pairs ? uint2(i, i + pairs) : uint2(2 * i, 2 * i + 1);
-}
 
 // rope rotates x in place; one thread per (row, head, rotation pair).
 kernel void rope(device float* x [[buffer(0)]], device const float* invFreq [[buffer(1)]],
@@ -1220,11 +1896,28 @@ kernel void kv_store(device float* k [[buffer(0)]], device const float* v [[buff
 // threadgroup; the host runs them in stages, each over the previous stage's winners
 // (p.indexed = 1: keys and ids given), until one threadgroup remains. The first stage reads the
 // logits themselves (p.indexed = 0: the input is float bits and ids are the indices).
+//
+// A device pick (sample_pick) ends a decode step with the chosen token in a small result area,
+// so the next step can embed it without the host: argmax's first stage also writes, per
+// threadgroup, the sum of exp(x - its max) over its tile, from which sample_pick merges the
+// log-sum-exp of the whole vocabulary; sample_pick then takes the best candidate (greedy) or
+// samples among the best k of a top-k result at a temperature with a uniform u the host wrote.
 
 #define SELECT_THREADS 256
 #define ARGMAX_TILE 4096
 #define TOPK_TILE 1024
 #define TOPK_MAX 64
+// The result area of a pick, in uint words: the chosen id, the log-sum-exp (float bits), flags
+// (PICK_UNSURE), then TOPK_MAX keys and TOPK_MAX ids of the best candidates, best first.
+#define PICK_ID 0
+#define PICK_LSE 1
+#define PICK_FLAGS 2
+#define PICK_KEYS 4
+#define PICK_IDS 68  // PICK_KEYS + TOPK_MAX
+#define PICK_WORDS 132  // PICK_IDS + TOPK_MAX
+// PICK_UNSURE: a logit is NaN or +inf, or every logit is -inf; the host must pick from the
+// logits themselves (the CPU sampler's treatment of those differs from the ranking here).
+#define PICK_UNSURE 1
 
 struct SelectParams {
   uint n;        // candidates in the input
@@ -1239,13 +1932,24 @@ inline uint select_key(uint bits) {
   return (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
 }
 
+// key_value inverts select_key.
+inline float key_value(uint k) { return as_type<float>((k & 0x80000000u) != 0 ? k & 0x7fffffffu : ~k); }
+
+// KEY_NEG_INF is the key of -inf (and of NaN).
+#define KEY_NEG_INF 0x007fffffu
+
 inline bool ranks_before(uint ka, uint ia, uint kb, uint ib) { return ka > kb || (ka == kb && ia < ib); }
 
 // argmax: threadgroup g reduces candidates [g*ARGMAX_TILE, (g+1)*ARGMAX_TILE) to its best one at
 // outKeys[g], outIds[g].
+//
+// On the first stage (p.indexed = 0) it also writes part[2g] = the float sum of exp(x - max) over
+// the tile's finite values (0 when the tile's max is -inf) and part[2g+1] = PICK_UNSURE when the
+// tile holds a NaN or +inf, else 0: sample_pick's log-sum-exp.
 kernel void argmax(device const uint* in [[buffer(0)]], device const uint* inIds [[buffer(1)]],
                    device uint* outKeys [[buffer(2)]], device uint* outIds [[buffer(3)]],
-                   constant SelectParams& p [[buffer(4)]], uint g [[threadgroup_position_in_grid]],
+                   device uint* part [[buffer(4)]],
+                   constant SelectParams& p [[buffer(5)]], uint g [[threadgroup_position_in_grid]],
                    uint tid [[thread_index_in_threadgroup]], uint sg [[simdgroup_index_in_threadgroup]],
                    uint lane [[thread_index_in_simdgroup]]) {
   threadgroup uint tk[SELECT_THREADS / SIMD];
@@ -1275,6 +1979,40 @@ kernel void argmax(device const uint* in [[buffer(0)]], device const uint* inIds
     if (lane == 0) {
       outKeys[g] = m2;
       outIds[g] = j2;
+      tk[0] = m2;
+    }
+  }
+  if (p.indexed != 0) return;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  // Second pass over the tile: the sum of exp(x - max), and whether a value is NaN or +inf.
+  // Values are classified by their bits, which fast math cannot change.
+  const uint best = tk[0];
+  const float m = key_value(best);
+  float s = 0;
+  uint unsure = 0;
+  for (uint j = g * ARGMAX_TILE + tid; j < end; j += SELECT_THREADS) {
+    uint bits = in[j];
+    if ((bits & 0x7fffffffu) >= 0x7f800000u) {
+      unsure |= (bits & 0x7fffffffu) > 0x7f800000u || bits == 0x7f800000u ? PICK_UNSURE : 0u;
+    } else if (best > KEY_NEG_INF) {
+      s += exp(as_type<float>(bits) - m);
+    }
+  }
+  s = simd_sum(s);
+  unsure = simd_max(unsure);
+  threadgroup float ts[SELECT_THREADS / SIMD];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (lane == 0) {
+    ts[sg] = s;
+    tk[sg] = unsure;
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (sg == 0) {
+    float s2 = simd_sum(lane < SELECT_THREADS / SIMD ? ts[lane] : 0.0f);
+    uint u2 = simd_max(lane < SELECT_THREADS / SIMD ? tk[lane] : 0u);
+    if (lane == 0) {
+      part[2 * g] = as_type<uint>(s2);
+      part[2 * g + 1] = u2;
     }
   }
 }
@@ -1324,12 +2062,103 @@ kernel void topk(device const uint* in [[buffer(0)]], device const uint* inIds [
   }
 }
 
+struct PickParams {
+  uint groups;    // first-stage argmax threadgroups: winners and partial sums to merge
+  uint k;         // 0: greedy; else sample among the best k of the result area's candidates
+  uint top;       // candidates a top-k stage wrote to the result area (0: none, greedy)
+  float invTemp;  // 1 / temperature
+};
+
+// sample_pick finishes a pick in one thread (its loops are over at most a few dozen values):
+// it merges the first argmax stage's winners and partial sums into the best candidate and the
+// log-sum-exp over the vocabulary, then chooses: greedy, the best; else, like the CPU sampler,
+// the softmax of the k best logits times invTemp, walked in id order with u (float bits at
+// step[0]) times the total. The host checks a sampled pick against its own arithmetic.
+kernel void sample_pick(device const uint* winKeys [[buffer(0)]], device const uint* winIds [[buffer(1)]],
+                        device const uint* part [[buffer(2)]], device const uint* step [[buffer(3)]],
+                        device uint* res [[buffer(4)]], constant PickParams& p [[buffer(5)]],
+                        uint tid [[thread_position_in_grid]]) {
+  if (tid != 0) return;
+  uint bk = 0, bi = 0xffffffffu, unsure = 0;
+  for (uint g = 0; g < p.groups; g++) {
+    if (ranks_before(winKeys[g], winIds[g], bk, bi)) {
+      bk = winKeys[g];
+      bi = winIds[g];
+    }
+    unsure |= part[2 * g + 1];
+  }
+  const float m = key_value(bk);
+  float sum = 0;
+  for (uint g = 0; g < p.groups; g++) {
+    float s = as_type<float>(part[2 * g]);
+    if (s > 0) sum += s * exp(key_value(winKeys[g]) - m);
+  }
+  if (bk <= KEY_NEG_INF) unsure = PICK_UNSURE;
+  if (p.top == 0) {
+    res[PICK_KEYS] = bk;
+    res[PICK_IDS] = bi;
+  }
+  uint id = res[PICK_IDS];
+  if (p.k > 0) {
+    float e[TOPK_MAX];
+    const float top = key_value(res[PICK_KEYS]) * p.invTemp;
+    float es = 0;
+    for (uint i = 0; i < p.k; i++) {
+      e[i] = exp(key_value(res[PICK_KEYS + i]) * p.invTemp - top);
+      es += e[i];
+    }
+    float total = 0;
+    for (uint i = 0; i < p.k; i++) {
+      e[i] /= es;
+      total += e[i];
+    }
+    float x = as_type<float>(step[0]) * total;
+    // Walk the candidates in id order, as the CPU sampler holds them.
+    uint prev = 0, last = 0;
+    bool first = true;
+    for (uint n = 0; n < p.k; n++) {
+      uint at = 0, best = 0xffffffffu;
+      for (uint i = 0; i < p.k; i++) {
+        uint c = res[PICK_IDS + i];
+        if ((first || c > prev) && c < best) {
+          best = c;
+          at = i;
+        }
+      }
+      first = false;
+      prev = best;
+      last = best;
+      x -= e[at];
+      if (x < 0) break;
+    }
+    id = last;
+  }
+  res[PICK_ID] = id;
+  res[PICK_LSE] = as_type<uint>(m + log(sum));
+  res[PICK_FLAGS] = unsure;
+}
+
 namespace {
 void k_attention(void* const* b, const msl::Ids& id) {
   attention(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), reinterpret_cast<const uint*>(b[4]), *reinterpret_cast<AttnParams*>(b[5]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
 }
 void k_attention_block(void* const* b, const msl::Ids& id) {
   attention_block(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), reinterpret_cast<const uint*>(b[4]), *reinterpret_cast<AttnParams*>(b[5]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_attention_decode(void* const* b, const msl::Ids& id) {
+  attention_decode(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), reinterpret_cast<const uint*>(b[4]), reinterpret_cast<const float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<AttnParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_attention_decode_64(void* const* b, const msl::Ids& id) {
+  attention_decode_64(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), reinterpret_cast<const uint*>(b[4]), reinterpret_cast<const float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<AttnParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_attention_decode_128(void* const* b, const msl::Ids& id) {
+  attention_decode_128(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), reinterpret_cast<const uint*>(b[4]), reinterpret_cast<const float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<AttnParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_attention_decode_256(void* const* b, const msl::Ids& id) {
+  attention_decode_256(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), reinterpret_cast<const uint*>(b[4]), reinterpret_cast<const float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<AttnParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_attention_reduce(void* const* b, const msl::Ids& id) {
+  attention_reduce(reinterpret_cast<const float*>(b[0]), reinterpret_cast<float*>(b[1]), *reinterpret_cast<AttnParams*>(b[2]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.tptg));
 }
 void k_silu_mul(void* const* b, const msl::Ids& id) {
   silu_mul(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<float*>(b[2]), *reinterpret_cast<EltParams*>(b[3]), msl::Attr<uint>(id.tpig));
@@ -1415,6 +2244,72 @@ void k_matvec_silu_q5_k(void* const* b, const msl::Ids& id) {
 void k_matvec_silu_q6_k(void* const* b, const msl::Ids& id) {
   matvec_silu_q6_k(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<float*>(b[7]), reinterpret_cast<float*>(b[8]), reinterpret_cast<float*>(b[9]), *reinterpret_cast<MatVecPairParams*>(b[10]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
 }
+void k_matvecs_f32(void* const* b, const msl::Ids& id) {
+  matvecs_f32(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const uchar*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<const uchar*>(b[8]), reinterpret_cast<const uchar*>(b[9]), reinterpret_cast<const uchar*>(b[10]), reinterpret_cast<const uchar*>(b[11]), reinterpret_cast<const float*>(b[12]), reinterpret_cast<const uchar*>(b[13]), reinterpret_cast<float*>(b[14]), reinterpret_cast<float*>(b[15]), reinterpret_cast<float*>(b[16]), reinterpret_cast<float*>(b[17]), *reinterpret_cast<MatVecsParams*>(b[18]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvecs_f16(void* const* b, const msl::Ids& id) {
+  matvecs_f16(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const uchar*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<const uchar*>(b[8]), reinterpret_cast<const uchar*>(b[9]), reinterpret_cast<const uchar*>(b[10]), reinterpret_cast<const uchar*>(b[11]), reinterpret_cast<const float*>(b[12]), reinterpret_cast<const uchar*>(b[13]), reinterpret_cast<float*>(b[14]), reinterpret_cast<float*>(b[15]), reinterpret_cast<float*>(b[16]), reinterpret_cast<float*>(b[17]), *reinterpret_cast<MatVecsParams*>(b[18]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvecs_bf16(void* const* b, const msl::Ids& id) {
+  matvecs_bf16(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const uchar*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<const uchar*>(b[8]), reinterpret_cast<const uchar*>(b[9]), reinterpret_cast<const uchar*>(b[10]), reinterpret_cast<const uchar*>(b[11]), reinterpret_cast<const float*>(b[12]), reinterpret_cast<const uchar*>(b[13]), reinterpret_cast<float*>(b[14]), reinterpret_cast<float*>(b[15]), reinterpret_cast<float*>(b[16]), reinterpret_cast<float*>(b[17]), *reinterpret_cast<MatVecsParams*>(b[18]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvecs_affine4(void* const* b, const msl::Ids& id) {
+  matvecs_affine4(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const uchar*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<const uchar*>(b[8]), reinterpret_cast<const uchar*>(b[9]), reinterpret_cast<const uchar*>(b[10]), reinterpret_cast<const uchar*>(b[11]), reinterpret_cast<const float*>(b[12]), reinterpret_cast<const uchar*>(b[13]), reinterpret_cast<float*>(b[14]), reinterpret_cast<float*>(b[15]), reinterpret_cast<float*>(b[16]), reinterpret_cast<float*>(b[17]), *reinterpret_cast<MatVecsParams*>(b[18]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvecs_affine8(void* const* b, const msl::Ids& id) {
+  matvecs_affine8(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const uchar*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<const uchar*>(b[8]), reinterpret_cast<const uchar*>(b[9]), reinterpret_cast<const uchar*>(b[10]), reinterpret_cast<const uchar*>(b[11]), reinterpret_cast<const float*>(b[12]), reinterpret_cast<const uchar*>(b[13]), reinterpret_cast<float*>(b[14]), reinterpret_cast<float*>(b[15]), reinterpret_cast<float*>(b[16]), reinterpret_cast<float*>(b[17]), *reinterpret_cast<MatVecsParams*>(b[18]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvecs_q8_0(void* const* b, const msl::Ids& id) {
+  matvecs_q8_0(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const uchar*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<const uchar*>(b[8]), reinterpret_cast<const uchar*>(b[9]), reinterpret_cast<const uchar*>(b[10]), reinterpret_cast<const uchar*>(b[11]), reinterpret_cast<const float*>(b[12]), reinterpret_cast<const uchar*>(b[13]), reinterpret_cast<float*>(b[14]), reinterpret_cast<float*>(b[15]), reinterpret_cast<float*>(b[16]), reinterpret_cast<float*>(b[17]), *reinterpret_cast<MatVecsParams*>(b[18]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvecs_q4_0(void* const* b, const msl::Ids& id) {
+  matvecs_q4_0(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const uchar*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<const uchar*>(b[8]), reinterpret_cast<const uchar*>(b[9]), reinterpret_cast<const uchar*>(b[10]), reinterpret_cast<const uchar*>(b[11]), reinterpret_cast<const float*>(b[12]), reinterpret_cast<const uchar*>(b[13]), reinterpret_cast<float*>(b[14]), reinterpret_cast<float*>(b[15]), reinterpret_cast<float*>(b[16]), reinterpret_cast<float*>(b[17]), *reinterpret_cast<MatVecsParams*>(b[18]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvecs_q5_0(void* const* b, const msl::Ids& id) {
+  matvecs_q5_0(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const uchar*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<const uchar*>(b[8]), reinterpret_cast<const uchar*>(b[9]), reinterpret_cast<const uchar*>(b[10]), reinterpret_cast<const uchar*>(b[11]), reinterpret_cast<const float*>(b[12]), reinterpret_cast<const uchar*>(b[13]), reinterpret_cast<float*>(b[14]), reinterpret_cast<float*>(b[15]), reinterpret_cast<float*>(b[16]), reinterpret_cast<float*>(b[17]), *reinterpret_cast<MatVecsParams*>(b[18]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvecs_q4_k(void* const* b, const msl::Ids& id) {
+  matvecs_q4_k(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const uchar*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<const uchar*>(b[8]), reinterpret_cast<const uchar*>(b[9]), reinterpret_cast<const uchar*>(b[10]), reinterpret_cast<const uchar*>(b[11]), reinterpret_cast<const float*>(b[12]), reinterpret_cast<const uchar*>(b[13]), reinterpret_cast<float*>(b[14]), reinterpret_cast<float*>(b[15]), reinterpret_cast<float*>(b[16]), reinterpret_cast<float*>(b[17]), *reinterpret_cast<MatVecsParams*>(b[18]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvecs_q5_k(void* const* b, const msl::Ids& id) {
+  matvecs_q5_k(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const uchar*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<const uchar*>(b[8]), reinterpret_cast<const uchar*>(b[9]), reinterpret_cast<const uchar*>(b[10]), reinterpret_cast<const uchar*>(b[11]), reinterpret_cast<const float*>(b[12]), reinterpret_cast<const uchar*>(b[13]), reinterpret_cast<float*>(b[14]), reinterpret_cast<float*>(b[15]), reinterpret_cast<float*>(b[16]), reinterpret_cast<float*>(b[17]), *reinterpret_cast<MatVecsParams*>(b[18]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvecs_q6_k(void* const* b, const msl::Ids& id) {
+  matvecs_q6_k(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const uchar*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<const uchar*>(b[8]), reinterpret_cast<const uchar*>(b[9]), reinterpret_cast<const uchar*>(b[10]), reinterpret_cast<const uchar*>(b[11]), reinterpret_cast<const float*>(b[12]), reinterpret_cast<const uchar*>(b[13]), reinterpret_cast<float*>(b[14]), reinterpret_cast<float*>(b[15]), reinterpret_cast<float*>(b[16]), reinterpret_cast<float*>(b[17]), *reinterpret_cast<MatVecsParams*>(b[18]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvec_glu_f32(void* const* b, const msl::Ids& id) {
+  matvec_glu_f32(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<float*>(b[8]), *reinterpret_cast<GLUParams*>(b[9]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvec_glu_f16(void* const* b, const msl::Ids& id) {
+  matvec_glu_f16(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<float*>(b[8]), *reinterpret_cast<GLUParams*>(b[9]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvec_glu_bf16(void* const* b, const msl::Ids& id) {
+  matvec_glu_bf16(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<float*>(b[8]), *reinterpret_cast<GLUParams*>(b[9]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvec_glu_affine4(void* const* b, const msl::Ids& id) {
+  matvec_glu_affine4(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<float*>(b[8]), *reinterpret_cast<GLUParams*>(b[9]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvec_glu_affine8(void* const* b, const msl::Ids& id) {
+  matvec_glu_affine8(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<float*>(b[8]), *reinterpret_cast<GLUParams*>(b[9]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvec_glu_q8_0(void* const* b, const msl::Ids& id) {
+  matvec_glu_q8_0(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<float*>(b[8]), *reinterpret_cast<GLUParams*>(b[9]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvec_glu_q4_0(void* const* b, const msl::Ids& id) {
+  matvec_glu_q4_0(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<float*>(b[8]), *reinterpret_cast<GLUParams*>(b[9]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvec_glu_q5_0(void* const* b, const msl::Ids& id) {
+  matvec_glu_q5_0(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<float*>(b[8]), *reinterpret_cast<GLUParams*>(b[9]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvec_glu_q4_k(void* const* b, const msl::Ids& id) {
+  matvec_glu_q4_k(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<float*>(b[8]), *reinterpret_cast<GLUParams*>(b[9]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvec_glu_q5_k(void* const* b, const msl::Ids& id) {
+  matvec_glu_q5_k(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<float*>(b[8]), *reinterpret_cast<GLUParams*>(b[9]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
+void k_matvec_glu_q6_k(void* const* b, const msl::Ids& id) {
+  matvec_glu_q6_k(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<float*>(b[8]), *reinterpret_cast<GLUParams*>(b[9]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+}
 void k_rmsnorm(void* const* b, const msl::Ids& id) {
   rmsnorm(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<float*>(b[2]), *reinterpret_cast<RMSNormParams*>(b[3]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.tptg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.sptg), msl::Attr<uint>(id.tiisg));
 }
@@ -1443,16 +2338,24 @@ void k_kv_store(void* const* b, const msl::Ids& id) {
   kv_store(reinterpret_cast<float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), reinterpret_cast<float*>(b[4]), reinterpret_cast<const uint*>(b[5]), *reinterpret_cast<KVStoreParams*>(b[6]), msl::Attr<uint>(id.tpig));
 }
 void k_argmax(void* const* b, const msl::Ids& id) {
-  argmax(reinterpret_cast<const uint*>(b[0]), reinterpret_cast<const uint*>(b[1]), reinterpret_cast<uint*>(b[2]), reinterpret_cast<uint*>(b[3]), *reinterpret_cast<SelectParams*>(b[4]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+  argmax(reinterpret_cast<const uint*>(b[0]), reinterpret_cast<const uint*>(b[1]), reinterpret_cast<uint*>(b[2]), reinterpret_cast<uint*>(b[3]), reinterpret_cast<uint*>(b[4]), *reinterpret_cast<SelectParams*>(b[5]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
 }
 void k_topk(void* const* b, const msl::Ids& id) {
   topk(reinterpret_cast<const uint*>(b[0]), reinterpret_cast<const uint*>(b[1]), reinterpret_cast<uint*>(b[2]), reinterpret_cast<uint*>(b[3]), *reinterpret_cast<SelectParams*>(b[4]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.tiitg));
+}
+void k_sample_pick(void* const* b, const msl::Ids& id) {
+  sample_pick(reinterpret_cast<const uint*>(b[0]), reinterpret_cast<const uint*>(b[1]), reinterpret_cast<const uint*>(b[2]), reinterpret_cast<const uint*>(b[3]), reinterpret_cast<uint*>(b[4]), *reinterpret_cast<PickParams*>(b[5]), msl::Attr<uint>(id.tpig));
 }
 }  // namespace
 
 const msl::Kernel emu_kernels[] = {
     k_attention,
     k_attention_block,
+    k_attention_decode,
+    k_attention_decode_64,
+    k_attention_decode_128,
+    k_attention_decode_256,
+    k_attention_reduce,
     k_silu_mul,
     k_gelu_mul,
     k_scale_inplace,
@@ -1481,6 +2384,28 @@ const msl::Kernel emu_kernels[] = {
     k_matvec_silu_q4_k,
     k_matvec_silu_q5_k,
     k_matvec_silu_q6_k,
+    k_matvecs_f32,
+    k_matvecs_f16,
+    k_matvecs_bf16,
+    k_matvecs_affine4,
+    k_matvecs_affine8,
+    k_matvecs_q8_0,
+    k_matvecs_q4_0,
+    k_matvecs_q5_0,
+    k_matvecs_q4_k,
+    k_matvecs_q5_k,
+    k_matvecs_q6_k,
+    k_matvec_glu_f32,
+    k_matvec_glu_f16,
+    k_matvec_glu_bf16,
+    k_matvec_glu_affine4,
+    k_matvec_glu_affine8,
+    k_matvec_glu_q8_0,
+    k_matvec_glu_q4_0,
+    k_matvec_glu_q5_0,
+    k_matvec_glu_q4_k,
+    k_matvec_glu_q5_k,
+    k_matvec_glu_q6_k,
     k_rmsnorm,
     k_causal_conv,
     k_gated_delta,
@@ -1492,5 +2417,6 @@ const msl::Kernel emu_kernels[] = {
     k_kv_store,
     k_argmax,
     k_topk,
+    k_sample_pick,
 };
-const uint32_t emu_kernel_count = 41;
+const uint32_t emu_kernel_count = 69;

@@ -8,17 +8,14 @@ kernel void silu_mul(device const float* gate [[buffer(0)]], device const float*
                      device float* out [[buffer(2)]], constant EltParams& p [[buffer(3)]],
                      uint i [[thread_position_in_grid]]) {
   if (i >= p.n) return;
-  float g = gate[i];
-  out[i] = g / (1.0f + exp(-g)) * up[i];
+  out[i] = silu(gate[i]) * up[i];
 }
 
-// gelu_mul uses GELU's tanh approximation (PyTorch's gelu(approximate="tanh")).
 kernel void gelu_mul(device const float* gate [[buffer(0)]], device const float* up [[buffer(1)]],
                      device float* out [[buffer(2)]], constant EltParams& p [[buffer(3)]],
                      uint i [[thread_position_in_grid]]) {
   if (i >= p.n) return;
-  float g = gate[i];
-  out[i] = 0.5f * g * (1.0f + tanh(0.7978845608f * (g + 0.044715f * g * g * g))) * up[i];
+  out[i] = gelu_tanh(gate[i]) * up[i];
 }
 
 struct ScaleParams {

@@ -4,9 +4,6 @@
 // The angles use precise::sin and cos: fast math's may be off by 2^-13 (more for the large angles
 // of late positions), an error every query and key would carry into attention.
 
-#define ROPE_HALF 0
-#define ROPE_INTERLEAVED 1
-
 struct RopeParams {
   uint rows;     // positions pos .. pos+rows-1, pos in step[0]
   uint heads;
@@ -14,12 +11,6 @@ struct RopeParams {
   uint style;    // ROPE_*
   uint pairs;    // rotated pairs: dimensions 0 .. 2*pairs-1 rotate, the rest pass through
 };
-
-// rope_pair returns the indices, within a head, of pair i of headDim/2: a rotation pair when
-// i < pairs, else two dimensions a partial rotary embedding leaves unchanged.
-inline uint2 rope_pair(uint i, uint pairs, uint style) {
-  return style == ROPE_HALF && i < pairs ? uint2(i, i + pairs) : uint2(2 * i, 2 * i + 1);
-}
 
 // rope rotates x in place; one thread per (row, head, rotation pair).
 kernel void rope(device float* x [[buffer(0)]], device const float* invFreq [[buffer(1)]],
