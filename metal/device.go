@@ -71,6 +71,10 @@ type Device interface {
 	// Wait blocks until everything submitted has finished and returns the first error since
 	// the last Wait.
 	Wait() error
+	// WaitPrevious blocks until everything submitted before the last Submit has finished, while
+	// the last plan may still run (the next step, queued behind the one the host waits for),
+	// and returns the first error since the last wait.
+	WaitPrevious() error
 	// Close releases the device and every buffer.
 	Close() error
 }
