@@ -604,7 +604,7 @@ func (b *Backend) recordAttention(c *call, write bool) {
 		return
 	}
 	b.pl.encAttentionBlock([3]uint32{uint32(o.heads), uint32((o.rows + mslAtbRows - 1) / mslAtbRows), 1},
-		[3]uint32{mslAtbRows * mslSimd, 1, 1}, qa, kc, vc, oa, c.slot, &ap)
+		[3]uint32{mslAtbRows * mslSimd, 1, 1}, qa, kc, vc, oa, c.slot, qa, &ap)
 }
 
 // SiLUMul records dst = silu(gate)·up.

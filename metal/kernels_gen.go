@@ -552,15 +552,16 @@ func (pl *plan) encAttention(groups, threads [3]uint32, q, kcache, vcache, out, 
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 
-// encAttentionBlock records kernel attention_block with buffers q, kcache, vcache, out, step at [[buffer(0..4)]] and params at [[buffer(5)]].
-func (pl *plan) encAttentionBlock(groups, threads [3]uint32, q, kcache, vcache, out, step Arg, p *mslAttnParams) {
+// encAttentionBlock records kernel attention_block with buffers q, kcache, vcache, out, step, invFreq at [[buffer(0..5)]] and params at [[buffer(6)]].
+func (pl *plan) encAttentionBlock(groups, threads [3]uint32, q, kcache, vcache, out, step, invFreq Arg, p *mslAttnParams) {
 	d := pl.next(kAttentionBlock, groups, threads)
 	d.Args[0] = q
 	d.Args[1] = kcache
 	d.Args[2] = vcache
 	d.Args[3] = out
 	d.Args[4] = step
-	d.NArgs = 5
+	d.Args[5] = invFreq
+	d.NArgs = 6
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 

@@ -149,6 +149,14 @@ func (w *mslWeight) bytesPerRow() int64 {
 
 func (w *mslWeight) bytes() int64 { return int64(w.rows) * w.bytesPerRow() }
 
+// normBytes is what a folded norm of cols values reads of its weight: nothing when it is off.
+func normBytes(n mslNormParams, cols uint32) int64 {
+	if n.on == 0 {
+		return 0
+	}
+	return int64(cols) * dtBytes(n.dt)
+}
+
 func (c *Counter) count(d *Dispatch) {
 	const f = 4 // float32 activations
 	k := &c.counts
@@ -170,6 +178,30 @@ func (c *Counter) count(d *Dispatch) {
 		p := params[mslMatVecPairParams](d)
 		k.WeightBytes += p.gate.bytes() + p.up.bytes()
 		k.ActivationBytes += f * (int64(p.gate.cols) + 3*int64(p.gate.rows))
+	case kMatvecsF32, kMatvecsF16, kMatvecsBf16, kMatvecsAffine4, kMatvecsAffine8, kMatvecsQ80, kMatvecsQ40,
+		kMatvecsQ50, kMatvecsQ4K, kMatvecsQ5K, kMatvecsQ6K:
+		p := params[mslMatVecsParams](d)
+		rows := [3]uint32{p.rows0, p.rows1, p.rows2}
+		dts := [3]uint32{p.biasDT0, p.biasDT1, p.biasDT2}
+		for i, r := range rows {
+			w := p.w
+			w.rows = r
+			k.WeightBytes += w.bytes()
+			if p.hasBias>>i&1 != 0 {
+				k.WeightBytes += int64(r) * dtBytes(dts[i])
+			}
+			k.ActivationBytes += f * int64(r)
+		}
+		k.WeightBytes += normBytes(p.norm, p.w.cols)
+		k.ActivationBytes += f * int64(p.w.cols)
+		if p.addTo != 0 {
+			k.ActivationBytes += f * 2 * int64(p.rows0)
+		}
+	case kMatvecGluF32, kMatvecGluF16, kMatvecGluBf16, kMatvecGluAffine4, kMatvecGluAffine8, kMatvecGluQ80,
+		kMatvecGluQ40, kMatvecGluQ50, kMatvecGluQ4K, kMatvecGluQ5K, kMatvecGluQ6K:
+		p := params[mslGLUParams](d)
+		k.WeightBytes += p.gate.bytes() + p.up.bytes() + normBytes(p.norm, p.gate.cols)
+		k.ActivationBytes += f * (int64(p.gate.cols) + int64(p.gate.rows))
 	case kMatmul:
 		p := params[mslMatMulParams](d)
 		k.WeightBytes += p.w.bytes()
@@ -204,6 +236,21 @@ func (c *Counter) count(d *Dispatch) {
 		}
 		k.KVBytes += 2 * kvBytes(p.kvHalf) * (last - first + 1) * int64(p.kvHeads) * int64(p.headDim)
 		k.ActivationBytes += 2 * f * int64(p.rows) * int64(p.heads) * int64(p.headDim)
+	case kAttentionDecode, kAttentionDecode64, kAttentionDecode128, kAttentionDecode256:
+		p := params[mslAttnParams](d)
+		last := int64(c.word(d.Args[4]))
+		first := int64(0)
+		if p.window > 0 {
+			first = max(0, last-int64(p.window)+1)
+		}
+		k.KVBytes += 2 * kvBytes(p.kvHalf) * (last - first + 1) * int64(p.kvHeads) * int64(p.headDim)
+		k.ActivationBytes += 2 * f * int64(p.heads) * int64(p.headDim)
+		if p.splits > 1 {
+			k.ActivationBytes += f * int64(p.heads) * int64(p.splits) * int64(p.headDim+2)
+		}
+	case kAttentionReduce:
+		p := params[mslAttnParams](d)
+		k.ActivationBytes += f * int64(p.heads) * (int64(p.splits)*int64(p.headDim+2) + int64(p.headDim))
 	case kSiluMul, kGeluMul, kAddInplace:
 		k.ActivationBytes += 3 * f * int64(params[mslEltParams](d).n)
 	case kScaleInplace:

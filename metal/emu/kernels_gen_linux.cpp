@@ -273,7 +273,8 @@ kernel void attention(device const float* q [[buffer(0)]], device const float* k
 // attention_block is for a prefill block: a threadgroup takes ATB_ROWS consecutive query rows of
 // one head, one per simdgroup, and walks the positions in tiles of ATB_TILE that all threads
 // stage in threadgroup memory, so K and V are read from device memory once per ATB_ROWS rows
-// rather than once per row. Loop bounds and barriers are uniform over the threadgroup; each
+// rather than once per row. Each row of q is rotated by RoPE as it is loaded, as in
+// attention_decode. Loop bounds and barriers are uniform over the threadgroup; each
 // simdgroup skips positions past its own row's last, and rows past the end compute nothing.
 // Grid: (heads, ceil(rows/ATB_ROWS)) threadgroups of ATB_ROWS*32 threads.
 #define ATB_ROWS 4
@@ -281,7 +282,8 @@ kernel void attention(device const float* q [[buffer(0)]], device const float* k
 
 kernel void attention_block(device const float* q [[buffer(0)]], device const float* kcache [[buffer(1)]],
                             device const float* vcache [[buffer(2)]], device float* out [[buffer(3)]],
-                            device const uint* step [[buffer(4)]], constant AttnParams& p [[buffer(5)]],
+                            device const uint* step [[buffer(4)]], device const float* invFreq [[buffer(5)]],
+                            constant AttnParams& p [[buffer(6)]],
                             uint2 tg [[threadgroup_position_in_grid]],
                             uint tid [[thread_index_in_threadgroup]], uint sg [[simdgroup_index_in_threadgroup]],
                             uint lane [[thread_index_in_simdgroup]]) {
@@ -299,7 +301,7 @@ kernel void attention_block(device const float* q [[buffer(0)]], device const fl
   device const float* qr = q + (min(r, p.rows - 1) * p.heads + h) * hd;
   for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) {
     uint d = lane + SIMD * j;
-    qv[j] = d < hd ? qr[d] * p.scale : 0.0f;
+    qv[j] = d < hd ? rope_dim(qr, d, last, invFreq, p.pairs, p.style) * p.scale : 0.0f;
     acc[j] = 0.0f;
   }
   float m = -FLT_MAX, l = 0.0f;
@@ -2005,7 +2007,7 @@ void k_attention(void* const* b, const msl::Ids& id) {
   attention(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), reinterpret_cast<const uint*>(b[4]), *reinterpret_cast<AttnParams*>(b[5]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
 }
 void k_attention_block(void* const* b, const msl::Ids& id) {
-  attention_block(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), reinterpret_cast<const uint*>(b[4]), *reinterpret_cast<AttnParams*>(b[5]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+  attention_block(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), reinterpret_cast<const uint*>(b[4]), reinterpret_cast<const float*>(b[5]), *reinterpret_cast<AttnParams*>(b[6]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
 }
 void k_attention_decode(void* const* b, const msl::Ids& id) {
   attention_decode(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), reinterpret_cast<const uint*>(b[4]), reinterpret_cast<const float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<AttnParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
