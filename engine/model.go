@@ -32,7 +32,11 @@ type Model struct {
 	embed           *tensor.Tensor
 	norm            *tensor.Tensor
 	head            *tensor.Tensor
-	layers          []layer
+	// heads is head as the weights of a MatMuls.
+	heads  [1]*tensor.Tensor
+	layers []layer
+	// glu is the MLP's activation.
+	glu backend.Activation
 	// attnLayers is how many layers keep keys and values in the KV cache.
 	attnLayers int
 	// rec is set for models with recurrent layers (recurrent.go).
@@ -55,13 +59,15 @@ type layer struct {
 	postAttnNorm, postFFNNorm *tensor.Tensor
 
 	// Attention layers.
-	cacheLayer     int           // the layer's index in the KV cache
-	rope           *backend.Rope // nil: no rotary embedding
-	window         int           // > 0: sliding-window attention
-	wq, wk, wv, wo *tensor.Tensor
-	bq, bk, bv     *tensor.Tensor // nil unless Config.QKVBias
-	qNorm, kNorm   *tensor.Tensor // nil unless Config.QKNorm
-	// attnGate: wq also yields each head's output gate (Qwen3.5).
+	cacheLayer int           // the layer's index in the KV cache
+	rope       *backend.Rope // nil: no rotary embedding
+	window     int           // > 0: sliding-window attention
+	// qkv are the q, k and v projections, qkvBias their biases (nil unless Config.QKVBias).
+	qkv          [3]*tensor.Tensor
+	qkvBias      []*tensor.Tensor
+	wo           *tensor.Tensor
+	qNorm, kNorm *tensor.Tensor // nil unless Config.QKNorm
+	// attnGate: the q projection also yields each head's output gate (Qwen3.5).
 	attnGate bool
 
 	// rec holds a recurrent layer's weights.
@@ -70,21 +76,31 @@ type layer struct {
 	wGate, wUp, wDown *tensor.Tensor
 }
 
-// activations are the forward pass's working buffers, sized for maxRows positions.
+// activations are the forward pass's working buffers, sized for maxRows positions: x is the
+// residual stream, xb a block's output before its post-norm (Gemma 3), mlp the gated unit's.
 type activations struct {
-	x, xb, q, k, v, att, gate, up backend.Buffer
-	logits                        backend.Buffer // one row of vocab
-	rec                           *recBuffers    // nil without recurrent layers
+	x, xb, q, k, v, att, mlp backend.Buffer
+	logits                   backend.Buffer // one row of vocab
+	rec                      *recBuffers    // nil without recurrent layers
+	// qkv are the outputs of the q, k and v projections (the gated query for Qwen3.5); out
+	// that of the output head.
+	qkv [3]backend.Buffer
+	out [1]backend.Buffer
 }
 
 func newActivations(be backend.Backend, c weights.Config, rows int) *activations {
 	qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
-	return &activations{
+	a := &activations{
 		x: be.NewBuffer(rows * c.Dim), xb: be.NewBuffer(rows * c.Dim),
 		q: be.NewBuffer(rows * qd), k: be.NewBuffer(rows * kvd), v: be.NewBuffer(rows * kvd),
-		att: be.NewBuffer(rows * qd), gate: be.NewBuffer(rows * c.FFN), up: be.NewBuffer(rows * c.FFN),
+		att: be.NewBuffer(rows * qd), mlp: be.NewBuffer(rows * c.FFN),
 		logits: be.NewBuffer(c.Vocab), rec: newRecBuffers(be, c, rows),
 	}
+	a.qkv = [3]backend.Buffer{a.q, a.k, a.v}
+	if a.rec != nil && a.rec.qg != nil {
+		a.qkv[0] = a.rec.qg
+	}
+	return a
 }
 
 // bindWeights looks up every tensor the forward pass needs and checks its shape, so a bad file
@@ -142,6 +158,11 @@ func (m *Model) bindWeights() error {
 	} else {
 		m.head = get("lm_head.weight", c.Vocab, c.Dim)
 	}
+	m.heads[0] = m.head
+	m.glu = backend.SiLU
+	if c.Act == weights.GELUTanh {
+		m.glu = backend.GELUTanh
+	}
 	return err
 }
 
@@ -159,18 +180,22 @@ func (m *Model) bindAttention(l *layer, spec weights.LayerSpec, p string, get fu
 		l.rope = &m.rope
 	}
 	l.attnGate = c.Hybrid != nil && c.Hybrid.AttnGate
+	qOut := qd
 	if l.attnGate {
-		l.wq = get(p+"self_attn.q_proj.weight", 2*qd, c.Dim)
-	} else {
-		l.wq = get(p+"self_attn.q_proj.weight", qd, c.Dim)
+		qOut = 2 * qd
 	}
-	l.wk = get(p+"self_attn.k_proj.weight", kvd, c.Dim)
-	l.wv = get(p+"self_attn.v_proj.weight", kvd, c.Dim)
+	l.qkv = [3]*tensor.Tensor{
+		get(p+"self_attn.q_proj.weight", qOut, c.Dim),
+		get(p+"self_attn.k_proj.weight", kvd, c.Dim),
+		get(p+"self_attn.v_proj.weight", kvd, c.Dim),
+	}
 	l.wo = get(p+"self_attn.o_proj.weight", c.Dim, qd)
 	if c.QKVBias {
-		l.bq = get(p+"self_attn.q_proj.bias", qd)
-		l.bk = get(p+"self_attn.k_proj.bias", kvd)
-		l.bv = get(p+"self_attn.v_proj.bias", kvd)
+		l.qkvBias = []*tensor.Tensor{
+			get(p+"self_attn.q_proj.bias", qd),
+			get(p+"self_attn.k_proj.bias", kvd),
+			get(p+"self_attn.v_proj.bias", kvd),
+		}
 	}
 	if c.QKNorm {
 		l.qNorm = get(p+"self_attn.q_norm.weight", c.HeadDim)
@@ -247,85 +272,72 @@ func (m *Model) forward(cache backend.KVCache, ids []int32, pos int, logits []fl
 	}
 	for i := range m.layers {
 		l := &m.layers[i]
-		m.rmsNorm(a.xb, a.x, l.attnNorm, n)
+		norm := m.normOf(l.attnNorm)
 		switch l.kind {
 		case weights.LayerAttention:
-			m.attention(l, cache, pos, n)
+			m.attention(l, norm, cache, pos, n)
 		case weights.LayerShortConv:
-			m.shortConv(l, st, pos, n)
+			m.shortConv(l, norm, st, pos, n)
 		case weights.LayerLinearAttention:
-			m.deltaNet(l, st, pos, n)
+			m.deltaNet(l, norm, st, pos, n)
 		}
-		m.residual(l.postAttnNorm, n)
-
-		m.rmsNorm(a.xb, a.x, l.ffnNorm, n)
-		m.mlp(l, n)
-		m.residual(l.postFFNNorm, n)
+		be.GLU(a.mlp, a.x, m.normOf(l.ffnNorm), l.wGate, l.wUp, m.glu, n)
+		m.residual(a.mlp, l.wDown, l.postFFNNorm, n)
 	}
 
 	if all != nil {
-		m.rmsNorm(a.xb, a.x, m.norm, n)
-		be.MatMul(all, a.xb, m.head, nil, n)
+		a.out[0] = all
+		be.MatMuls(a.out[:], a.x, m.normOf(m.norm), m.heads[:], nil, n)
 		return be.Sync()
 	}
 	last := a.x
 	if n > 1 {
 		last = be.View(a.x, (n-1)*dim, dim)
 	}
-	m.rmsNorm(a.xb, last, m.norm, 1)
-	be.MatMul(a.logits, a.xb, m.head, nil, 1)
+	a.out[0] = a.logits
+	be.MatMuls(a.out[:], last, m.normOf(m.norm), m.heads[:], nil, 1)
 	return be.Read(logits, a.logits)
+}
+
+// normOf is the model's RMSNorm with weight w.
+func (m *Model) normOf(w *tensor.Tensor) backend.Norm {
+	return backend.Norm{W: w, Eps: float32(m.cfg.NormEps), Offset: m.cfg.NormOffset}
 }
 
 func (m *Model) rmsNorm(dst, x backend.Buffer, w *tensor.Tensor, rows int) {
 	m.be.RMSNorm(dst, x, w, rows, float32(m.cfg.NormEps), m.cfg.NormOffset)
 }
 
-// attention is the attention block: a.xb (normalized) to a.xb (projected back to the model
-// width).
-func (m *Model) attention(l *layer, cache backend.KVCache, pos, n int) {
+// attention is the attention block: the residual stream a.x, normalized by norm, attends over
+// the cache, and the projected result is added back to a.x.
+func (m *Model) attention(l *layer, norm backend.Norm, cache backend.KVCache, pos, n int) {
 	be, a, c := m.be, m.act, m.cfg
+	be.MatMuls(a.qkv[:], a.x, norm, l.qkv[:], l.qkvBias, n)
 	if l.attnGate {
-		m.gatedQuery(l, n)
-	} else {
-		be.MatMul(a.q, a.xb, l.wq, l.bq, n)
+		// Each head's query, then its output gate.
+		be.(backend.Recurrent).SplitHeads(a.q, a.rec.gate, a.rec.qg, n*c.Heads, c.HeadDim)
 	}
-	be.MatMul(a.k, a.xb, l.wk, l.bk, n)
-	be.MatMul(a.v, a.xb, l.wv, l.bv, n)
 	if l.qNorm != nil {
 		m.rmsNorm(a.q, a.q, l.qNorm, n*c.Heads)
 		m.rmsNorm(a.k, a.k, l.kNorm, n*c.KVHeads)
 	}
-	if l.rope != nil {
-		be.Rope(a.q, n, c.Heads, pos, l.rope)
-		be.Rope(a.k, n, c.KVHeads, pos, l.rope)
-	}
-	be.Attention(a.att, a.q, a.k, a.v, cache, l.cacheLayer, pos, n, l.window)
+	be.StoreKV(cache, l.cacheLayer, pos, n, a.k, a.v, l.rope)
+	be.Attention(a.att, a.q, cache, l.cacheLayer, pos, n, l.window, l.rope)
 	if l.attnGate {
-		m.gateOutput(n)
+		be.(backend.Recurrent).SigmoidMul(a.att, a.rec.gate, n*c.Heads*c.HeadDim)
 	}
-	be.MatMul(a.xb, a.att, l.wo, nil, n)
+	m.residual(a.att, l.wo, l.postAttnNorm, n)
 }
 
-// residual adds the block output a.xb to the residual stream a.x, normalizing it first when
-// postNorm is not nil.
-func (m *Model) residual(postNorm *tensor.Tensor, n int) {
-	a := m.act
-	if postNorm != nil {
-		m.rmsNorm(a.xb, a.xb, postNorm, n)
+// residual adds a block's output x projected by w to the residual stream a.x, normalized by
+// postNorm first when it is not nil (Gemma 3's sandwich norms).
+func (m *Model) residual(x backend.Buffer, w, postNorm *tensor.Tensor, n int) {
+	be, a := m.be, m.act
+	if postNorm == nil {
+		be.MatMulAdd(a.x, x, w, n)
+		return
 	}
-	m.be.Add(a.x, a.xb, n*m.cfg.Dim)
-}
-
-// mlp is the gated feed-forward block: a.xb (normalized) to a.xb.
-func (m *Model) mlp(l *layer, n int) {
-	be, a, c := m.be, m.act, m.cfg
-	be.MatMul(a.gate, a.xb, l.wGate, nil, n)
-	be.MatMul(a.up, a.xb, l.wUp, nil, n)
-	if c.Act == weights.GELUTanh {
-		be.GELUMul(a.gate, a.gate, a.up, n*c.FFN)
-	} else {
-		be.SiLUMul(a.gate, a.gate, a.up, n*c.FFN)
-	}
-	be.MatMul(a.xb, a.gate, l.wDown, nil, n)
+	be.MatMul(a.xb, x, w, nil, n)
+	m.rmsNorm(a.xb, a.xb, postNorm, n)
+	be.Add(a.x, a.xb, n*m.cfg.Dim)
 }

@@ -27,6 +27,8 @@ type recurrent struct {
 type recBuffers struct {
 	in, conv, z, a, b, core backend.Buffer
 	qg, gate                backend.Buffer
+	// ins are the outputs of a layer's input projections, as recLayer.ins lists them.
+	ins []backend.Buffer
 }
 
 // recLayer holds a recurrent layer's weights.
@@ -37,6 +39,8 @@ type recLayer struct {
 	in, conv, out     *tensor.Tensor
 	z, a, b           *tensor.Tensor
 	aLog, dtBias, nrm *tensor.Tensor
+	// ins are the input projections of the layer's normalized input: in (and z, a, b).
+	ins []*tensor.Tensor
 }
 
 // recState is one session's recurrent state: per recurrent layer, the convolution's last inputs
@@ -153,9 +157,11 @@ func newRecBuffers(be backend.Backend, c weights.Config, rows int) *recBuffers {
 		in = 3 * c.Dim
 	}
 	r.in, r.conv = be.NewBuffer(rows*in), be.NewBuffer(rows*width)
+	r.ins = []backend.Buffer{r.in}
 	if vd := hy.LinVHeads * hy.LinVDim; vd > 0 {
 		r.z, r.core = be.NewBuffer(rows*vd), be.NewBuffer(rows*vd)
 		r.a, r.b = be.NewBuffer(rows*hy.LinVHeads), be.NewBuffer(rows*hy.LinVHeads)
+		r.ins = []backend.Buffer{r.in, r.z, r.a, r.b}
 	}
 	if hy.AttnGate {
 		qd := c.Heads * c.HeadDim
@@ -180,6 +186,7 @@ func (m *Model) bindRecurrent(l *layer, i int, p string, get func(string, ...int
 		rl.in = get(p+"conv.in_proj.weight", 3*c.Dim, c.Dim)
 		rl.conv = get(p+"conv.conv.weight", c.Dim, hy.ConvKernel)
 		rl.out = get(p+"conv.out_proj.weight", c.Dim, c.Dim)
+		rl.ins = []*tensor.Tensor{rl.in}
 	case weights.LayerLinearAttention:
 		d := m.rec.delta
 		kd, vd := d.KHeads*d.KDim, d.VHeads*d.VDim
@@ -192,42 +199,27 @@ func (m *Model) bindRecurrent(l *layer, i int, p string, get func(string, ...int
 		rl.dtBias = get(p+"linear_attn.dt_bias", d.VHeads)
 		rl.nrm = get(p+"linear_attn.norm.weight", d.VDim)
 		rl.out = get(p+"linear_attn.out_proj.weight", c.Dim, vd)
+		rl.ins = []*tensor.Tensor{rl.in, rl.z, rl.a, rl.b}
 	}
 }
 
-// shortConv is LFM2's gated short convolution block: a.xb (normalized) to a.xb.
-func (m *Model) shortConv(l *layer, st *recState, pos, n int) {
+// shortConv is LFM2's gated short convolution block: a.x, normalized by norm, to a.x.
+func (m *Model) shortConv(l *layer, norm backend.Norm, st *recState, pos, n int) {
 	be, a, r := m.be, m.act, m.act.rec
 	w := l.rec
-	be.MatMul(r.in, a.xb, w.in, nil, n)
+	be.MatMuls(r.ins[:1], a.x, norm, w.ins, nil, n)
 	be.(backend.Recurrent).CausalConv(r.conv, r.in, w.conv, st.conv[w.index], backend.ConvGated, pos, n)
-	be.MatMul(a.xb, r.conv, w.out, nil, n)
+	m.residual(r.conv, w.out, l.postAttnNorm, n)
 }
 
-// deltaNet is Qwen3.5's Gated DeltaNet block: a.xb (normalized) to a.xb.
-func (m *Model) deltaNet(l *layer, st *recState, pos, n int) {
+// deltaNet is Qwen3.5's Gated DeltaNet block: a.x, normalized by norm, to a.x.
+func (m *Model) deltaNet(l *layer, norm backend.Norm, st *recState, pos, n int) {
 	be, a, r := m.be, m.act, m.act.rec
 	ops := be.(backend.Recurrent)
 	w, d := l.rec, m.rec.delta
-	be.MatMul(r.in, a.xb, w.in, nil, n)
-	be.MatMul(r.z, a.xb, w.z, nil, n)
-	be.MatMul(r.a, a.xb, w.a, nil, n)
-	be.MatMul(r.b, a.xb, w.b, nil, n)
+	be.MatMuls(r.ins, a.x, norm, w.ins, nil, n)
 	ops.CausalConv(r.conv, r.in, w.conv, st.conv[w.index], backend.ConvSiLU, pos, n)
 	ops.GatedDelta(r.core, r.conv, r.a, r.b, w.aLog, w.dtBias, st.delta[w.index], d, pos, n)
 	ops.GatedRMSNorm(r.core, r.core, r.z, w.nrm, n*d.VHeads, float32(m.cfg.NormEps))
-	be.MatMul(a.xb, r.core, w.out, nil, n)
-}
-
-// gatedQuery is Qwen3.5's query projection: per head, the query to a.q and an output gate,
-// which gateOutput applies after attention.
-func (m *Model) gatedQuery(l *layer, n int) {
-	be, a, c := m.be, m.act, m.cfg
-	be.MatMul(a.rec.qg, a.xb, l.wq, nil, n)
-	be.(backend.Recurrent).SplitHeads(a.q, a.rec.gate, a.rec.qg, n*c.Heads, c.HeadDim)
-}
-
-// gateOutput multiplies the attention output by sigmoid of the gate gatedQuery kept.
-func (m *Model) gateOutput(n int) {
-	m.be.(backend.Recurrent).SigmoidMul(m.act.att, m.act.rec.gate, n*m.cfg.Heads*m.cfg.HeadDim)
+	m.residual(r.core, w.out, l.postAttnNorm, n)
 }

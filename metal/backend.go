@@ -27,13 +27,11 @@ type Backend struct {
 	// upload holds per-step host data (token ids) until the plan runs.
 	upload              Buf
 	uploadSize, uploadN int
-	lastRope            ropeRecord
 	// log holds the calls of the plan in pl.ds (see replay.go); while replaying, cursor is the
-	// next call a matching step must make, and stepPos is the first position of the step.
+	// next call a matching step must make.
 	log       []call
 	replaying bool
 	cursor    int
-	stepPos   int
 	// midStep is set when a step was submitted in parts (the upload area filled up), which
 	// makes it unfit for replay.
 	midStep bool
@@ -41,11 +39,9 @@ type Backend struct {
 	word    [4]byte
 	caches  uint64
 	sel     selector
-	// recent are the last two dispatches when they are single-row mat-vecs, newest last, so
-	// SiLUMul can merge gate, up and itself into one matvec_silu pass and Add can fold a
-	// residual add into the mat-vec that produced its operand.
-	recent [2]mvRecord
-	err    error
+	// scratch holds what an operation computes on the way to its output (scratch.go).
+	scratch [numScratch]scratchBuf
+	err     error
 	// inflight is set while submitted work has not been waited for.
 	inflight bool
 	// dropped are buffers of unreachable KV caches, freed after the next wait so no submitted
@@ -56,29 +52,12 @@ type Backend struct {
 	kvF32 bool
 }
 
-// mvRecord is a recorded single-row mat-vec; index -1 when there is none.
-type mvRecord struct {
-	index        int
-	w            *weight
-	bias, x, out Arg
-	p            mslMatVecParams
-	groups       [3]uint32
-}
-
 // weight is a prepared tensor: its bytes bound in place and the kernel parameters describing it.
 type weight struct {
 	data, scales, biases Arg
 	desc                 mslWeight
 	matvec, fused        kernelID // matvec_<fmt> and matvec_silu_<fmt>
 	dt                   uint32   // DT_* for plain F32/F16/BF16 vectors (norms, biases)
-}
-
-// ropeRecord remembers the last Rope dispatch so Attention can fold the rotation of k into the
-// cache write.
-type ropeRecord struct {
-	index int // in pl.ds; -1 when the last dispatch is not a rope
-	op    callOp
-	pos   int
 }
 
 type buffer struct {
@@ -124,9 +103,6 @@ func New(dev Device, opts ...Option) (*Backend, error) {
 		ropes:      map[*backend.Rope]Arg{},
 		upload:     up,
 		uploadSize: initialUpload,
-		lastRope:   ropeRecord{index: -1},
-		stepPos:    -1,
-		recent:     [2]mvRecord{{index: -1}, {index: -1}},
 	}
 	for _, o := range opts {
 		o(b)
@@ -144,12 +120,6 @@ func (b *Backend) KVBytesPerElement() int {
 
 // Name is "metal" on every device: the kernels are the same.
 func (b *Backend) Name() string { return "metal" }
-
-// barrier marks that the next dispatch does not continue a fusable sequence.
-func (b *Backend) barrier() {
-	b.lastRope.index = -1
-	b.recent = [2]mvRecord{{index: -1}, {index: -1}}
-}
 
 func (b *Backend) fail(err error) {
 	if b.err == nil {
@@ -359,19 +329,14 @@ func groups1(n, per int) [3]uint32 { return [3]uint32{uint32((n + per - 1) / per
 
 // Embed records the lookup of ids in table (any weight format) into dst.
 func (b *Backend) Embed(dst backend.Buffer, table *tensor.Tensor, ids []int32) {
-	w, ok := b.weight("embed", table)
-	if !ok {
+	if err := backend.CheckEmbed(dst, table, ids); err != nil {
+		b.fail(fmt.Errorf("metal: %w", err))
 		return
 	}
-	d, ok := b.buf("embed", dst, len(ids)*table.Cols())
-	if !ok || len(ids) == 0 {
+	w, ok1 := b.weight("embed", table)
+	d, ok2 := b.buf("embed", dst, len(ids)*table.Cols())
+	if !ok1 || !ok2 || len(ids) == 0 {
 		return
-	}
-	for _, id := range ids {
-		if id < 0 || int(id) >= table.Rows() {
-			b.fail(fmt.Errorf("metal: embed: token id %d outside the table's %d rows", id, table.Rows()))
-			return
-		}
 	}
 	b.ids = ids
 	b.emit(call{op: callOp{kind: callEmbed, w: w, args: [6]Arg{d}, n: len(ids)}})
@@ -379,7 +344,6 @@ func (b *Backend) Embed(dst backend.Buffer, table *tensor.Tensor, ids []int32) {
 }
 
 func (b *Backend) recordEmbed(c *call, write bool) {
-	b.barrier()
 	o := &c.op
 	if !b.slot(c, write) {
 		return
@@ -416,71 +380,222 @@ func (b *Backend) reserve(n int) (Arg, bool) {
 
 // RMSNorm records a normalization of rows of x into dst (which may be x).
 func (b *Backend) RMSNorm(dst, x backend.Buffer, w *tensor.Tensor, rows int, eps, offset float32) {
-	if w == nil {
-		b.fail(errors.New("metal: rmsnorm: nil weight"))
+	if err := backend.CheckRMSNorm(dst, x, w, rows); err != nil {
+		b.fail(fmt.Errorf("metal: %w", err))
 		return
 	}
 	n := w.Cols()
 	wt, ok1 := b.vector("rmsnorm", w, n)
 	d, ok2 := b.buf("rmsnorm", dst, rows*n)
 	s, ok3 := b.buf("rmsnorm", x, rows*n)
-	if !ok1 || !ok2 || !ok3 || rows <= 0 {
+	if !ok1 || !ok2 || !ok3 || rows == 0 {
 		return
 	}
-	b.emit(call{op: callOp{kind: callRMSNorm, w: wt, args: [6]Arg{d, s}, rows: rows, n: n, eps: eps, offset: offset}})
+	b.emit(call{op: callOp{kind: callRMSNorm, norm: wt, args: [6]Arg{d, s}, rows: rows, n: n, eps: eps, offset: offset}})
 }
 
 func (b *Backend) recordRMSNorm(c *call) {
-	b.barrier()
 	o := &c.op
-	p := mslRMSNormParams{n: uint32(o.n), wDT: o.w.dt, eps: o.eps, offset: o.offset}
-	b.pl.encRmsnorm([3]uint32{uint32(o.rows), 1, 1}, [3]uint32{256, 1, 1}, o.args[1], o.w.data, o.args[0], &p)
+	b.encRMSNorm(o, o.args[1], o.args[0])
+}
+
+// encRMSNorm records the normalization of o.rows rows of o.n values of x into dst by o's norm.
+func (b *Backend) encRMSNorm(o *callOp, x, dst Arg) {
+	p := mslRMSNormParams{n: uint32(o.n), wDT: o.norm.dt, eps: o.eps, offset: o.offset}
+	b.pl.encRmsnorm([3]uint32{uint32(o.rows), 1, 1}, [3]uint32{256, 1, 1}, x, o.norm.data, dst, &p)
+}
+
+// normed records o's folded norm of x into the scratch o carries in args[slot] and returns
+// where the normalized rows are: x itself when o has no norm.
+func (b *Backend) normed(o *callOp, x Arg, slot int) Arg {
+	if o.norm == nil {
+		return x
+	}
+	b.encRMSNorm(o, x, o.args[slot])
+	return o.args[slot]
+}
+
+// norm resolves a folded Norm over rows of cols values for op: its weight (nil for the zero
+// Norm) and the scratch the rows are normalized into.
+func (b *Backend) norm(op string, n backend.Norm, rows, cols int) (*weight, Arg, bool) {
+	if n.W == nil {
+		return nil, Arg{}, true
+	}
+	w, ok := b.vector(op, n.W, cols)
+	if !ok {
+		return nil, Arg{}, false
+	}
+	a, ok := b.scratchArg(scratchNorm, rows*cols)
+	return w, a, ok
+}
+
+// matrix resolves a weight matrix and its optional bias for op.
+func (b *Backend) matrix(op string, w, bias *tensor.Tensor) (*weight, *weight, bool) {
+	wt, ok := b.weight(op, w)
+	if !ok || bias == nil {
+		return wt, nil, ok
+	}
+	bw, ok := b.vector(op+" bias", bias, w.Rows())
+	return wt, bw, ok
 }
 
 // MatMul records dst = x·Wᵀ (+ bias): a mat-vec for one row, the tiled mat-mat for a block.
 func (b *Backend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows int) {
-	wt, ok := b.weight("matmul", w)
-	if !ok {
+	if err := backend.CheckMatMul(dst, x, w, bias, rows); err != nil {
+		b.fail(fmt.Errorf("metal: %w", err))
 		return
 	}
-	out, in := w.Rows(), w.Cols()
-	d, ok1 := b.buf("matmul", dst, rows*out)
-	s, ok2 := b.buf("matmul", x, rows*in)
-	if !ok1 || !ok2 || rows <= 0 {
+	wt, bw, ok1 := b.matrix("matmul", w, bias)
+	d, ok2 := b.buf("matmul", dst, rows*w.Rows())
+	s, ok3 := b.buf("matmul", x, rows*w.Cols())
+	if !ok1 || !ok2 || !ok3 || rows == 0 {
 		return
-	}
-	var bw *weight
-	if bias != nil {
-		if bw, ok = b.vector("matmul bias", bias, out); !ok {
-			return
-		}
 	}
 	b.emit(call{op: callOp{kind: callMatMul, w: wt, bias: bw, args: [6]Arg{d, s}, rows: rows}})
 }
 
 func (b *Backend) recordMatMul(c *call) {
 	o := &c.op
-	prev := b.recent[1]
-	b.barrier()
-	wt, d, s := o.w, o.args[0], o.args[1]
-	out := int(wt.desc.rows)
-	biasArg, hasBias, biasDT := wt.data, uint32(0), uint32(0)
-	if o.bias != nil {
-		biasArg, hasBias, biasDT = o.bias.data, 1, o.bias.dt
-	}
-	if o.rows == 1 {
-		r := mvRecord{w: wt, bias: biasArg, x: s, out: d,
-			p:      mslMatVecParams{w: wt.desc, hasBias: hasBias, biasDT: biasDT},
-			groups: [3]uint32{uint32((out + mvRowsPerGroup - 1) / mvRowsPerGroup), 1, 1}}
-		// residual is unused unless addTo is set; any valid binding will do.
-		b.pl.encMatvec(wt.matvec, r.groups, mvThreads, wt.data, wt.scales, wt.biases, biasArg, s, d, d, &r.p)
-		r.index = len(b.pl.ds) - 1
-		b.recent = [2]mvRecord{prev, r}
+	b.encMatMul(o.w, o.bias, o.args[1], o.args[0], o.rows)
+}
+
+// maxMatMuls is the most weights one MatMuls call takes (Qwen3.5's four input projections).
+const maxMatMuls = 4
+
+// MatMuls records the folded norm of x into a scratch, then a matmul of it per weight.
+func (b *Backend) MatMuls(dst []backend.Buffer, x backend.Buffer, norm backend.Norm, w, bias []*tensor.Tensor, rows int) {
+	if err := backend.CheckMatMuls(dst, x, norm, w, bias, rows); err != nil {
+		b.fail(fmt.Errorf("metal: %w", err))
 		return
 	}
-	p := mslMatMulParams{w: wt.desc, rows: uint32(o.rows), hasBias: hasBias, biasDT: biasDT}
-	b.pl.encMatmul([3]uint32{uint32((out + mslMmTile - 1) / mslMmTile), uint32((o.rows + mslMmTile - 1) / mslMmTile), 1},
-		[3]uint32{mslMmThreads, 1, 1}, wt.data, wt.scales, wt.biases, biasArg, s, d, &p)
+	if len(w) > maxMatMuls {
+		b.fail(fmt.Errorf("metal: matmuls: %d weights, at most %d", len(w), maxMatMuls))
+		return
+	}
+	cols := w[0].Cols()
+	o := callOp{kind: callMatMuls, rows: rows, n: cols, k: len(w), eps: norm.Eps, offset: norm.Offset}
+	var ok bool
+	if o.args[0], ok = b.buf("matmuls", x, rows*cols); !ok {
+		return
+	}
+	if o.norm, o.args[1], ok = b.norm("matmuls", norm, rows, cols); !ok {
+		return
+	}
+	for i, wi := range w {
+		var bi *tensor.Tensor
+		if bias != nil {
+			bi = bias[i]
+		}
+		if o.mats[i], o.biases[i], ok = b.matrix("matmuls", wi, bi); !ok {
+			return
+		}
+		if o.args[2+i], ok = b.buf("matmuls", dst[i], rows*wi.Rows()); !ok {
+			return
+		}
+	}
+	if rows > 0 {
+		b.emit(call{op: o})
+	}
+}
+
+func (b *Backend) recordMatMuls(c *call) {
+	o := &c.op
+	x := b.normed(o, o.args[0], 1)
+	for i := range o.k {
+		b.encMatMul(o.mats[i], o.biases[i], x, o.args[2+i], o.rows)
+	}
+}
+
+// MatMulAdd records dst += x·Wᵀ: a mat-vec that also adds its output to dst for one row, a
+// mat-mat into a scratch and an add for a block.
+func (b *Backend) MatMulAdd(dst, x backend.Buffer, w *tensor.Tensor, rows int) {
+	if err := backend.CheckMatMulAdd(dst, x, w, rows); err != nil {
+		b.fail(fmt.Errorf("metal: %w", err))
+		return
+	}
+	wt, ok1 := b.weight("matmul-add", w)
+	d, ok2 := b.buf("matmul-add", dst, rows*w.Rows())
+	s, ok3 := b.buf("matmul-add", x, rows*w.Cols())
+	tmp, ok4 := b.scratchArg(scratchTmp, rows*w.Rows())
+	if !ok1 || !ok2 || !ok3 || !ok4 || rows == 0 {
+		return
+	}
+	b.emit(call{op: callOp{kind: callMatMulAdd, w: wt, args: [6]Arg{d, s, tmp}, rows: rows}})
+}
+
+func (b *Backend) recordMatMulAdd(c *call) {
+	o := &c.op
+	wt, d, s, tmp := o.w, o.args[0], o.args[1], o.args[2]
+	out := int(wt.desc.rows)
+	if o.rows == 1 {
+		p := mslMatVecParams{w: wt.desc, addTo: 1}
+		b.pl.encMatvec(wt.matvec, groups1(out, mvRowsPerGroup), mvThreads, wt.data, wt.scales, wt.biases, wt.data, s, tmp, d, &p)
+		return
+	}
+	b.encMatMul(wt, nil, s, tmp, o.rows)
+	n := o.rows * out
+	b.pl.encAddInplace(groups1(n, 256), [3]uint32{256, 1, 1}, d, tmp, &mslEltParams{n: uint32(n)})
+}
+
+// GLU records the folded norm of x into a scratch, then for one row with SiLU one matvec_silu
+// pass making gate, up and their product, else the gate and up matmuls and the activation.
+func (b *Backend) GLU(dst, x backend.Buffer, norm backend.Norm, gate, up *tensor.Tensor, act backend.Activation, rows int) {
+	if err := backend.CheckGLU(dst, x, norm, gate, up, act, rows); err != nil {
+		b.fail(fmt.Errorf("metal: %w", err))
+		return
+	}
+	ffn, cols := gate.Rows(), gate.Cols()
+	o := callOp{kind: callGLU, rows: rows, n: cols, k: ffn, style: uint32(act), eps: norm.Eps, offset: norm.Offset}
+	var ok1, ok2, ok3, ok4, ok5, ok6 bool
+	o.mats[0], ok1 = b.weight("glu", gate)
+	o.mats[1], ok2 = b.weight("glu", up)
+	o.args[0], ok3 = b.buf("glu", dst, rows*ffn)
+	o.args[1], ok4 = b.buf("glu", x, rows*cols)
+	o.norm, o.args[2], ok5 = b.norm("glu", norm, rows, cols)
+	// Gate then up, for the fused pass's outputs and the unfused up projection.
+	o.args[3], ok6 = b.scratchArg(scratchGLU, 2*rows*ffn)
+	o.args[4] = Arg{o.args[3].Buf, o.args[3].Off + 4*uint64(rows*ffn)}
+	if ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && rows > 0 {
+		b.emit(call{op: o})
+	}
+}
+
+func (b *Backend) recordGLU(c *call) {
+	o := &c.op
+	wg, wu, d, g, u := o.mats[0], o.mats[1], o.args[0], o.args[3], o.args[4]
+	x := b.normed(o, o.args[1], 2)
+	n := o.rows * o.k
+	if o.rows == 1 && o.style == uint32(backend.SiLU) && wg.fused == wu.fused {
+		p := mslMatVecPairParams{gate: wg.desc, up: wu.desc}
+		b.pl.encMatvecSilu(wg.fused, groups1(o.k, mvRowsPerGroup), mvThreads, wg.data, wg.scales, wg.biases, wu.data, wu.scales, wu.biases, x, g, u, d, &p)
+		return
+	}
+	b.encMatMul(wg, nil, x, d, o.rows)
+	b.encMatMul(wu, nil, x, u, o.rows)
+	if o.style == uint32(backend.GELUTanh) {
+		b.pl.encGeluMul(groups1(n, 256), [3]uint32{256, 1, 1}, d, u, d, &mslEltParams{n: uint32(n)})
+		return
+	}
+	b.pl.encSiluMul(groups1(n, 256), [3]uint32{256, 1, 1}, d, u, d, &mslEltParams{n: uint32(n)})
+}
+
+// encMatMul records out = x·wᵀ (+ bias) for rows of x: a mat-vec for one row, the tiled
+// mat-mat for a block.
+func (b *Backend) encMatMul(wt, bias *weight, x, out Arg, rows int) {
+	n := int(wt.desc.rows)
+	biasArg, hasBias, biasDT := wt.data, uint32(0), uint32(0)
+	if bias != nil {
+		biasArg, hasBias, biasDT = bias.data, 1, bias.dt
+	}
+	if rows == 1 {
+		p := mslMatVecParams{w: wt.desc, hasBias: hasBias, biasDT: biasDT}
+		// residual is unused unless addTo is set; any valid binding will do.
+		b.pl.encMatvec(wt.matvec, groups1(n, mvRowsPerGroup), mvThreads, wt.data, wt.scales, wt.biases, biasArg, x, out, out, &p)
+		return
+	}
+	p := mslMatMulParams{w: wt.desc, rows: uint32(rows), hasBias: hasBias, biasDT: biasDT}
+	b.pl.encMatmul([3]uint32{uint32((n + mslMmTile - 1) / mslMmTile), uint32((rows + mslMmTile - 1) / mslMmTile), 1},
+		[3]uint32{mslMmThreads, 1, 1}, wt.data, wt.scales, wt.biases, biasArg, x, out, &p)
 }
 
 // Mat-vec geometry: rows per threadgroup and threads per threadgroup.
@@ -522,83 +637,108 @@ func ropeStyle(s backend.RopeStyle) uint32 {
 	return mslRopeHalf
 }
 
-// Rope records the rotation of rows of x at positions pos.. in place.
-func (b *Backend) Rope(x backend.Buffer, rows, heads, pos int, rope *backend.Rope) {
-	if rope == nil {
-		b.fail(errors.New("metal: rope: nil rope"))
-		return
-	}
-	inv, ok1 := b.ropeTable(rope)
-	xa, ok2 := b.buf("rope", x, rows*heads*rope.HeadDim)
-	if !ok1 || !ok2 || rows <= 0 || heads <= 0 || pos < 0 {
-		return
-	}
-	b.emit(call{op: callOp{kind: callRope, args: [6]Arg{xa, inv}, rows: rows, heads: heads,
-		headDim: rope.HeadDim, pairs: len(rope.InvFreq), style: ropeStyle(rope.Style)}, pos: pos})
-}
-
-func (b *Backend) recordRope(c *call, write bool) {
-	b.barrier()
-	if !b.slot(c, write) {
-		return
-	}
-	o := &c.op
-	p := mslRopeParams{rows: uint32(o.rows), heads: uint32(o.heads), headDim: uint32(o.headDim), style: o.style, pairs: uint32(o.pairs)}
-	b.pl.encRope(groups1(o.rows*o.heads*o.pairs, 256), [3]uint32{256, 1, 1}, o.args[0], o.args[1], c.slot, &p)
-	b.lastRope = ropeRecord{index: len(b.pl.ds) - 1, op: *o, pos: c.pos}
-}
-
-// Attention records the cache write of k and v and causal attention of q over the cache.
-func (b *Backend) Attention(out, q, k, v backend.Buffer, cache backend.KVCache, layer, pos, rows, window int) {
+// cache returns cache as this backend's.
+func (b *Backend) cache(op string, cache backend.KVCache) (*kvCache, bool) {
 	c, ok := cache.(*kvCache)
-	if !ok || c == nil || c.LayerLens == nil {
-		b.fail(fmt.Errorf("metal: attention: cache %T does not belong to the metal backend", cache))
+	if !ok || c == nil {
+		b.fail(fmt.Errorf("metal: %s: cache %T does not belong to the metal backend", op, cache))
+		return nil, false
+	}
+	return c, true
+}
+
+// rope resolves an optional rotation into callOp fields: its frequency table (x when rope is
+// nil, bound but unread), pair count (0: no rotation) and style.
+func (b *Backend) rope(r *backend.Rope, x Arg, o *callOp) bool {
+	if r == nil {
+		o.args[2] = x
+		return true
+	}
+	inv, ok := b.ropeTable(r)
+	o.args[2], o.pairs, o.style = inv, len(r.InvFreq), ropeStyle(r.Style)
+	return ok
+}
+
+// StoreKV records kv_store: k rotated (when rope is set) and v written to the cache, as half
+// or float32.
+func (b *Backend) StoreKV(cache backend.KVCache, layer, pos, rows int, k, v backend.Buffer, rope *backend.Rope) {
+	c, ok := b.cache("store kv", cache)
+	if !ok {
 		return
 	}
 	s := c.shape
-	if err := backend.CheckAttention(s, c.LayerLens, layer, pos, rows, window); err != nil {
+	if err := backend.CheckStoreKV(s, c.LayerLens, layer, pos, rows, k, v, rope); err != nil {
 		b.fail(fmt.Errorf("metal: %w", err))
 		return
 	}
-	qw, kvw := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
-	oa, ok1 := b.buf("attention", out, rows*qw)
-	qa, ok2 := b.buf("attention", q, rows*qw)
-	ka, ok3 := b.buf("attention", k, rows*kvw)
-	va, ok4 := b.buf("attention", v, rows*kvw)
-	if !ok1 || !ok2 || !ok3 || !ok4 || rows == 0 {
+	kvw := s.KVHeads * s.HeadDim
+	o := callOp{kind: callStoreKV, rows: rows, kvHeads: s.KVHeads, headDim: s.HeadDim, cache: c.id, kvHalf: c.elem == 2}
+	ka, ok1 := b.buf("store kv", k, rows*kvw)
+	va, ok2 := b.buf("store kv", v, rows*kvw)
+	if !ok1 || !ok2 || !b.rope(rope, ka, &o) || rows == 0 {
 		return
 	}
 	c.LayerLens[layer] = pos + rows
-	layerOff := uint64(layer) * uint64(s.Context) * uint64(kvw) * uint64(c.elem)
-	b.emit(call{op: callOp{kind: callAttention, args: [6]Arg{oa, qa, ka, va, {c.k, layerOff}, {c.v, layerOff}},
-		rows: rows, heads: s.Heads, kvHeads: s.KVHeads, headDim: s.HeadDim, window: window, scale: s.AttnScale(),
-		cache: c.id, kvHalf: c.elem == 2}, pos: pos})
+	off := c.layerOffset(layer)
+	o.args[0], o.args[1], o.args[3], o.args[4] = ka, va, Arg{c.k, off}, Arg{c.v, off}
+	b.emit(call{op: o, pos: pos})
 }
 
-func (b *Backend) recordAttention(c *call, write bool) {
-	fused := b.lastRope
-	b.barrier()
+// layerOffset is the byte offset of layer's keys (and values) in the cache's buffers.
+func (c *kvCache) layerOffset(layer int) uint64 {
+	s := c.shape
+	return uint64(layer) * uint64(s.Context) * uint64(s.KVHeads*s.HeadDim) * uint64(c.elem)
+}
+
+func (b *Backend) recordStoreKV(c *call, write bool) {
 	if !b.slot(c, write) {
 		return
 	}
 	o := &c.op
-	oa, qa, ka, va, kc, vc := o.args[0], o.args[1], o.args[2], o.args[3], o.args[4], o.args[5]
 	// Without a rotation, kv_store's pairs cover the head with no rotation pair.
-	kvHalf := uint32(0)
-	if o.kvHalf {
-		kvHalf = 1
+	p := mslKVStoreParams{rope: mslRopeParams{rows: uint32(o.rows), heads: uint32(o.kvHeads), headDim: uint32(o.headDim),
+		style: o.style, pairs: uint32(o.pairs)}, rotate: boolWord32(o.pairs > 0), kvHalf: boolWord32(o.kvHalf)}
+	b.pl.encKvStore(groups1(o.rows*o.kvHeads*o.headDim/2, 256), [3]uint32{256, 1, 1}, o.args[0], o.args[1], o.args[2],
+		o.args[3], o.args[4], c.slot, &p)
+}
+
+// Attention records the rotation of q in place (when rope is set) and causal attention of q
+// over the cache: the decode kernel for one row, the block kernel for more.
+func (b *Backend) Attention(out, q backend.Buffer, cache backend.KVCache, layer, pos, rows, window int, rope *backend.Rope) {
+	c, ok := b.cache("attention", cache)
+	if !ok {
+		return
 	}
-	kp := mslKVStoreParams{rope: mslRopeParams{rows: uint32(o.rows), heads: uint32(o.kvHeads), headDim: uint32(o.headDim)}, kvHalf: kvHalf}
-	inv := ka
-	// The model rotated k just before: do that rotation while writing the cache.
-	if fused.index == len(b.pl.ds)-1 && fused.op.args[0] == ka && fused.op.rows == o.rows && fused.pos == c.pos &&
-		fused.op.heads == o.kvHeads && fused.op.headDim == o.headDim {
-		b.pl.ds = b.pl.ds[:fused.index]
-		kp.rotate, kp.rope.style, kp.rope.pairs, inv = 1, fused.op.style, uint32(fused.op.pairs), fused.op.args[1]
+	s := c.shape
+	if err := backend.CheckAttention(s, c.LayerLens, out, q, layer, pos, rows, window, rope); err != nil {
+		b.fail(fmt.Errorf("metal: %w", err))
+		return
 	}
-	b.pl.encKvStore(groups1(o.rows*o.kvHeads*o.headDim/2, 256), [3]uint32{256, 1, 1}, ka, va, inv, kc, vc, c.slot, &kp)
+	qw := s.Heads * s.HeadDim
+	o := callOp{kind: callAttention, rows: rows, heads: s.Heads, kvHeads: s.KVHeads, headDim: s.HeadDim, window: window,
+		scale: s.AttnScale(), cache: c.id, kvHalf: c.elem == 2}
+	oa, ok1 := b.buf("attention", out, rows*qw)
+	qa, ok2 := b.buf("attention", q, rows*qw)
+	if !ok1 || !ok2 || !b.rope(rope, qa, &o) || rows == 0 {
+		return
+	}
+	off := c.layerOffset(layer)
+	o.args[0], o.args[1], o.args[3], o.args[4] = oa, qa, Arg{c.k, off}, Arg{c.v, off}
+	b.emit(call{op: o, pos: pos})
+}
+
+func (b *Backend) recordAttention(c *call, write bool) {
+	if !b.slot(c, write) {
+		return
+	}
+	o := &c.op
+	oa, qa, inv, kc, vc := o.args[0], o.args[1], o.args[2], o.args[3], o.args[4]
+	if o.pairs > 0 {
+		p := mslRopeParams{rows: uint32(o.rows), heads: uint32(o.heads), headDim: uint32(o.headDim), style: o.style, pairs: uint32(o.pairs)}
+		b.pl.encRope(groups1(o.rows*o.heads*o.pairs, 256), [3]uint32{256, 1, 1}, qa, inv, c.slot, &p)
+	}
 	ap := mslAttnParams{rows: uint32(o.rows), heads: uint32(o.heads), kvHeads: uint32(o.kvHeads), headDim: uint32(o.headDim),
-		scale: o.scale, window: uint32(o.window), kvHalf: kvHalf}
+		scale: o.scale, window: uint32(o.window), kvHalf: boolWord32(o.kvHalf)}
 	if o.rows == 1 {
 		b.pl.encAttention([3]uint32{uint32(o.heads), 1, 1}, [3]uint32{mslAttSimdgroups * mslSimd, 1, 1}, qa, kc, vc, oa, c.slot, &ap)
 		return
@@ -607,67 +747,20 @@ func (b *Backend) recordAttention(c *call, write bool) {
 		[3]uint32{mslAtbRows * mslSimd, 1, 1}, qa, kc, vc, oa, c.slot, qa, &ap)
 }
 
-// SiLUMul records dst = silu(gate)·up.
-func (b *Backend) SiLUMul(dst, gate, up backend.Buffer, n int) {
-	d, ok1 := b.buf("silumul", dst, n)
-	g, ok2 := b.buf("silumul", gate, n)
-	u, ok3 := b.buf("silumul", up, n)
-	if !ok1 || !ok2 || !ok3 || n <= 0 {
-		return
-	}
-	b.emit(call{op: callOp{kind: callSiLUMul, args: [6]Arg{d, g, u}, n: n}})
-}
-
-func (b *Backend) recordSiLUMul(c *call) {
-	r := b.recent
-	b.barrier()
-	d, g, u, n := c.op.args[0], c.op.args[1], c.op.args[2], c.op.n
-	// The gate and up projections of x were the last two dispatches: one pass does all three.
-	if r[0].out == u && r[1].out == g {
-		r[0], r[1] = r[1], r[0]
-	}
-	// d must not be x: other threadgroups still read x while one writes d.
-	last := len(b.pl.ds) - 1
-	if r[0].index == last-1 && r[1].index == last && r[0].x == r[1].x && r[0].out == g && r[1].out == u &&
-		r[0].p.hasBias == 0 && r[1].p.hasBias == 0 && r[0].w.fused == r[1].w.fused &&
-		r[0].w.desc.rows == uint32(n) && r[1].w.desc.rows == uint32(n) && r[0].w.desc.cols == r[1].w.desc.cols &&
-		d.Buf != r[0].x.Buf {
-		b.pl.ds = b.pl.ds[:last-1]
-		wg, wu := r[0].w, r[1].w
-		p := mslMatVecPairParams{gate: wg.desc, up: wu.desc}
-		b.pl.encMatvecSilu(wg.fused, r[0].groups, mvThreads, wg.data, wg.scales, wg.biases, wu.data, wu.scales, wu.biases, r[0].x, g, u, d, &p)
-		return
-	}
-	b.pl.encSiluMul(groups1(n, 256), [3]uint32{256, 1, 1}, g, u, d, &mslEltParams{n: uint32(n)})
-}
-
-// GELUMul records dst = gelu(gate)·up (tanh approximation).
-func (b *Backend) GELUMul(dst, gate, up backend.Buffer, n int) {
-	d, ok1 := b.buf("gelumul", dst, n)
-	g, ok2 := b.buf("gelumul", gate, n)
-	u, ok3 := b.buf("gelumul", up, n)
-	if !ok1 || !ok2 || !ok3 || n <= 0 {
-		return
-	}
-	b.emit(call{op: callOp{kind: callGELUMul, args: [6]Arg{d, g, u}, n: n}})
-}
-
-func (b *Backend) recordGELUMul(c *call) {
-	b.barrier()
-	b.pl.encGeluMul(groups1(c.op.n, 256), [3]uint32{256, 1, 1}, c.op.args[1], c.op.args[2], c.op.args[0], &mslEltParams{n: uint32(c.op.n)})
-}
-
 // Scale records x *= s.
 func (b *Backend) Scale(x backend.Buffer, n int, s float32) {
+	if err := backend.CheckLen("scale", n, x); err != nil {
+		b.fail(fmt.Errorf("metal: %w", err))
+		return
+	}
 	xa, ok := b.buf("scale", x, n)
-	if !ok || n <= 0 {
+	if !ok || n == 0 {
 		return
 	}
 	b.emit(call{op: callOp{kind: callScale, args: [6]Arg{xa}, n: n, scale: s}})
 }
 
 func (b *Backend) recordScale(c *call) {
-	b.barrier()
 	b.pl.encScaleInplace(groups1(c.op.n, 256), [3]uint32{256, 1, 1}, c.op.args[0], &mslScaleParams{n: uint32(c.op.n), s: c.op.scale})
 }
 
@@ -680,26 +773,20 @@ func (pl *plan) encMatvecSilu(k kernelID, groups, threads [3]uint32, wg, sg, bg,
 
 // Add records dst += x.
 func (b *Backend) Add(dst, x backend.Buffer, n int) {
+	if err := backend.CheckLen("add", n, dst, x); err != nil {
+		b.fail(fmt.Errorf("metal: %w", err))
+		return
+	}
 	d, ok1 := b.buf("add", dst, n)
 	s, ok2 := b.buf("add", x, n)
-	if !ok1 || !ok2 || n <= 0 {
+	if !ok1 || !ok2 || n == 0 {
 		return
 	}
 	b.emit(call{op: callOp{kind: callAdd, args: [6]Arg{d, s}, n: n}})
 }
 
 func (b *Backend) recordAdd(c *call) {
-	r := b.recent[1]
-	b.barrier()
 	d, s, n := c.op.args[0], c.op.args[1], c.op.n
-	// x is the output of the mat-vec just recorded: that pass adds it to dst too. dst must not
-	// be the mat-vec's input, which other threadgroups still read, nor its output.
-	if r.index == len(b.pl.ds)-1 && r.out == s && r.p.w.rows == uint32(n) && r.x.Buf != d.Buf && r.out.Buf != d.Buf {
-		b.pl.ds = b.pl.ds[:r.index]
-		r.p.addTo = 1
-		b.pl.encMatvec(r.w.matvec, r.groups, mvThreads, r.w.data, r.w.scales, r.w.biases, r.bias, r.x, r.out, d, &r.p)
-		return
-	}
 	b.pl.encAddInplace(groups1(n, 256), [3]uint32{256, 1, 1}, d, s, &mslEltParams{n: uint32(n)})
 }
 

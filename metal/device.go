@@ -77,16 +77,85 @@ type Device interface {
 // plan accumulates a step's dispatches; its slice is reused from step to step.
 type plan struct {
 	ds []Dispatch
+	// final is set once barriers has set the flags of ds; appending clears it.
+	final bool
 }
 
 func (pl *plan) next(k kernelID, groups, threads [3]uint32) *Dispatch {
 	pl.ds = append(pl.ds, Dispatch{})
+	pl.final = false
 	d := &pl.ds[len(pl.ds)-1]
-	d.Kernel, d.Groups, d.Threads, d.Barrier = k, groups, threads, 1
+	d.Kernel, d.Groups, d.Threads = k, groups, threads
 	return d
 }
 
-func (pl *plan) reset() { pl.ds = pl.ds[:0] }
+func (pl *plan) reset() { pl.ds, pl.final = pl.ds[:0], false }
+
+// barriers sets each dispatch's Barrier flag: a dispatch needs a barrier only where it reads
+// or writes a buffer that a dispatch since the last barrier wrote, or writes one that such a
+// dispatch read (kernelWrites says which bindings a kernel writes). Buffers are compared by
+// handle, whole: two views of one buffer conflict even where their ranges do not overlap. The
+// first dispatch has none; the device orders it after the plans submitted before. A replayed
+// plan keeps its flags.
+func (pl *plan) barriers() {
+	if pl.final {
+		return
+	}
+	pl.final = true
+	var read, written bufSet
+	for i := range pl.ds {
+		d := &pl.ds[i]
+		w := ^uint32(0) // an unknown kernel is taken to write everything (and fails to run)
+		if int(d.Kernel) < len(kernelWrites) {
+			w = kernelWrites[d.Kernel]
+		}
+		args := d.Args[:min(d.NArgs, maxArgs)]
+		d.Barrier = 0
+		if i > 0 && (!read.fits(len(args)) || !written.fits(len(args))) {
+			d.Barrier = 1
+		}
+		for j, a := range args {
+			if written.has(a.Buf) || w>>j&1 != 0 && read.has(a.Buf) {
+				d.Barrier = 1
+			}
+		}
+		if d.Barrier == 1 {
+			read.n, written.n = 0, 0
+		}
+		for j, a := range args {
+			if w>>j&1 != 0 {
+				written.add(a.Buf)
+			} else {
+				read.add(a.Buf)
+			}
+		}
+	}
+}
+
+// bufSet is a small set of buffers, without allocation; a run of dispatches that would
+// overflow it gets a barrier instead.
+type bufSet struct {
+	n int
+	b [64]Buf
+}
+
+func (s *bufSet) fits(n int) bool { return s.n+n <= len(s.b) }
+
+func (s *bufSet) has(b Buf) bool {
+	for _, x := range s.b[:s.n] {
+		if x == b {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *bufSet) add(b Buf) {
+	if !s.has(b) {
+		s.b[s.n] = b
+		s.n++
+	}
+}
 
 // String names a kernel for error messages.
 func (k kernelID) String() string {

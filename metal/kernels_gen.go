@@ -122,6 +122,10 @@ const (
 // kernelNames are the kernel function names, by kernel id.
 var kernelNames = [...]string{"attention", "attention_block", "attention_decode", "attention_decode_64", "attention_decode_128", "attention_decode_256", "attention_reduce", "silu_mul", "gelu_mul", "scale_inplace", "add_inplace", "embed", "matmul", "matvec_f32", "matvec_f16", "matvec_bf16", "matvec_affine4", "matvec_affine8", "matvec_q8_0", "matvec_q4_0", "matvec_q5_0", "matvec_q4_k", "matvec_q5_k", "matvec_q6_k", "matvec_silu_f32", "matvec_silu_f16", "matvec_silu_bf16", "matvec_silu_affine4", "matvec_silu_affine8", "matvec_silu_q8_0", "matvec_silu_q4_0", "matvec_silu_q5_0", "matvec_silu_q4_k", "matvec_silu_q5_k", "matvec_silu_q6_k", "matvecs_f32", "matvecs_f16", "matvecs_bf16", "matvecs_affine4", "matvecs_affine8", "matvecs_q8_0", "matvecs_q4_0", "matvecs_q5_0", "matvecs_q4_k", "matvecs_q5_k", "matvecs_q6_k", "matvec_glu_f32", "matvec_glu_f16", "matvec_glu_bf16", "matvec_glu_affine4", "matvec_glu_affine8", "matvec_glu_q8_0", "matvec_glu_q4_0", "matvec_glu_q5_0", "matvec_glu_q4_k", "matvec_glu_q5_k", "matvec_glu_q6_k", "rmsnorm", "causal_conv", "gated_delta", "gated_rmsnorm", "split_heads", "sigmoid_mul", "copy_buf", "rope", "kv_store", "argmax", "topk"}
 
+// kernelWrites has, by kernel id, bit i set when the kernel may write its buffer(i) (a
+// device pointer to non-const data); the others it only reads.
+var kernelWrites = [...]uint32{0x8, 0x8, 0x48, 0x48, 0x48, 0x48, 0x2, 0x4, 0x4, 0x1, 0x1, 0x10, 0x20, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x380, 0x380, 0x380, 0x380, 0x380, 0x380, 0x380, 0x380, 0x380, 0x380, 0x380, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x4, 0xc, 0x60, 0x8, 0x6, 0x1, 0x2, 0x1, 0x19, 0xc, 0xc}
+
 // mslAttnParams mirrors the kernels' struct AttnParams (10 words).
 type mslAttnParams struct {
 	rows    uint32

@@ -10,8 +10,9 @@ import (
 // or writes, each weight once per dispatch, as a bandwidth floor counts them; caches and tiles
 // that re-read the same bytes are not counted again.
 type PlanCounts struct {
-	// Dispatches are kernel launches; Barriers are the launches that wait for the one before
-	// (every launch but a command buffer's first, in the serial encoder).
+	// Dispatches are kernel launches; Barriers are the launches that wait for every one before
+	// them (their Barrier flag is set), the others run concurrently with those since the
+	// last barrier.
 	Dispatches, Barriers int
 	// Commits are command buffers submitted; HostWaits are the times the host blocked on one.
 	Commits, HostWaits int
@@ -98,8 +99,8 @@ func (c *Counter) Submit(plan []Dispatch) error {
 	}
 	c.counts.Commits++
 	c.counts.Dispatches += len(plan)
-	c.counts.Barriers += len(plan) - 1
 	for i := range plan {
+		c.counts.Barriers += int(plan[i].Barrier)
 		c.count(&plan[i])
 	}
 	return nil

@@ -35,8 +35,14 @@ type stepModel struct {
 	rope                       *backend.Rope
 	cache                      backend.KVCache
 	x, h, qb, kb, vb, att      backend.Buffer
-	g, u, logits               backend.Buffer
+	g, logits                  backend.Buffer
 	ids                        []int32
+	// qkv are each layer's q, k and v weights, qkvOut their outputs, heads and logitsOut the
+	// final MatMuls' weight and output.
+	qkv       [][]*tensor.Tensor
+	qkvOut    []backend.Buffer
+	heads     []*tensor.Tensor
+	logitsOut []backend.Buffer
 }
 
 func affineTensor(name string, rows, cols int) *tensor.Tensor {
@@ -85,6 +91,7 @@ func newStepModelOn(t testing.TB, dev Device, sh stepShape) *stepModel {
 		m.gate = append(m.gate, affineTensor(p+"g", ffn, dim))
 		m.up = append(m.up, affineTensor(p+"u", ffn, dim))
 		m.down = append(m.down, affineTensor(p+"d", dim, ffn))
+		m.qkv = append(m.qkv, []*tensor.Tensor{m.q[l], m.k[l], m.v[l]})
 		all = append(all, m.attnNorm[l], m.ffnNorm[l], m.q[l], m.k[l], m.v[l], m.o[l], m.gate[l], m.up[l], m.down[l])
 	}
 	if err := be.Prepare(all); err != nil {
@@ -94,15 +101,15 @@ func newStepModelOn(t testing.TB, dev Device, sh stepShape) *stepModel {
 	m.cache = be.NewKVCache(backend.AttnShape{Layers: layers, Heads: heads, KVHeads: kvHeads, HeadDim: hd, Context: sh.context})
 	m.x, m.h, m.att = be.NewBuffer(dim), be.NewBuffer(dim), be.NewBuffer(heads*hd)
 	m.qb, m.kb, m.vb = be.NewBuffer(heads*hd), be.NewBuffer(kvHeads*hd), be.NewBuffer(kvHeads*hd)
-	m.g, m.u, m.logits = be.NewBuffer(ffn), be.NewBuffer(ffn), be.NewBuffer(vocab)
+	m.g, m.logits = be.NewBuffer(ffn), be.NewBuffer(vocab)
 	m.ids = []int32{7}
+	m.qkvOut, m.heads, m.logitsOut = []backend.Buffer{m.qb, m.kb, m.vb}, []*tensor.Tensor{m.head}, []backend.Buffer{m.logits}
 	return m
 }
 
 func (m *stepModel) step(pos int) error {
 	m.stepCalls(pos)
-	m.be.RMSNorm(m.h, m.x, m.norm, 1, 1e-5, 0)
-	m.be.MatMul(m.logits, m.h, m.head, nil, 1)
+	m.be.MatMuls(m.logitsOut, m.x, backend.Norm{W: m.norm, Eps: 1e-5}, m.heads, nil, 1)
 	return m.be.Sync()
 }
 
@@ -111,21 +118,12 @@ func (m *stepModel) stepCalls(pos int) {
 	be, sh := m.be, m.shape
 	be.Embed(m.x, m.embed, m.ids)
 	for l := 0; l < sh.layers; l++ {
-		be.RMSNorm(m.h, m.x, m.attnNorm[l], 1, 1e-5, 0)
-		be.MatMul(m.qb, m.h, m.q[l], nil, 1)
-		be.MatMul(m.kb, m.h, m.k[l], nil, 1)
-		be.MatMul(m.vb, m.h, m.v[l], nil, 1)
-		be.Rope(m.qb, 1, sh.heads, pos, m.rope)
-		be.Rope(m.kb, 1, sh.kvHeads, pos, m.rope)
-		be.Attention(m.att, m.qb, m.kb, m.vb, m.cache, l, pos, 1, 0)
-		be.MatMul(m.h, m.att, m.o[l], nil, 1)
-		be.Add(m.x, m.h, sh.dim)
-		be.RMSNorm(m.h, m.x, m.ffnNorm[l], 1, 1e-5, 0)
-		be.MatMul(m.g, m.h, m.gate[l], nil, 1)
-		be.MatMul(m.u, m.h, m.up[l], nil, 1)
-		be.SiLUMul(m.g, m.g, m.u, sh.ffn)
-		be.MatMul(m.h, m.g, m.down[l], nil, 1)
-		be.Add(m.x, m.h, sh.dim)
+		be.MatMuls(m.qkvOut, m.x, backend.Norm{W: m.attnNorm[l], Eps: 1e-5}, m.qkv[l], nil, 1)
+		be.StoreKV(m.cache, l, pos, 1, m.kb, m.vb, m.rope)
+		be.Attention(m.att, m.qb, m.cache, l, pos, 1, 0, m.rope)
+		be.MatMulAdd(m.x, m.att, m.o[l], 1)
+		be.GLU(m.g, m.x, backend.Norm{W: m.ffnNorm[l], Eps: 1e-5}, m.gate[l], m.up[l], backend.SiLU, 1)
+		be.MatMulAdd(m.x, m.g, m.down[l], 1)
 	}
 }
 
@@ -193,11 +191,13 @@ func TestErrorsSurfaceAtSync(t *testing.T) {
 		"short buffer":      func() { be.MatMul(be.NewBuffer(3), m.h, m.q[0], nil, 1) },
 		"token id":          func() { be.Embed(m.x, m.embed, []int32{256}) },
 		"negative id":       func() { be.Embed(m.x, m.embed, []int32{-1}) },
-		"layer":             func() { be.Attention(m.att, m.qb, m.kb, m.vb, m.cache, 5, 0, 1, 0) },
-		"gap in cache":      func() { be.Attention(m.att, m.qb, m.kb, m.vb, m.cache, 0, 9, 1, 0) },
+		"layer":             func() { be.StoreKV(m.cache, 5, 0, 1, m.kb, m.vb, nil) },
+		"gap in cache":      func() { be.StoreKV(m.cache, 0, 9, 1, m.kb, m.vb, nil) },
+		"unstored keys":     func() { be.Attention(m.att, m.qb, m.cache, 0, 0, 1, 0, nil) },
 		"foreign buffer":    func() { be.Add(m.x, fakeBuffer{}, 1) },
 		"bad view":          func() { be.View(m.x, 100, 100) },
-		"bad rope":          func() { be.Rope(m.qb, 1, 4, 0, &backend.Rope{HeadDim: 32}) },
+		"bad rope":          func() { be.Attention(m.att, m.qb, m.cache, 0, 0, 0, 0, &backend.Rope{HeadDim: 32}) },
+		"too many weights":  func() { be.MatMuls(make([]backend.Buffer, 5), m.h, backend.Norm{}, make([]*tensor.Tensor, 5), nil, 1) },
 		"bad bias":          func() { be.MatMul(m.qb, m.h, m.q[0], m.embed, 1) },
 	} {
 		before := dev.dispatches

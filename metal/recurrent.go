@@ -47,7 +47,6 @@ func (b *Backend) CausalConv(dst, x backend.Buffer, w *tensor.Tensor, state back
 }
 
 func (b *Backend) recordCausalConv(c *call) {
-	b.barrier()
 	o := &c.op
 	p := mslConvParams{channels: uint32(o.n), taps: uint32(o.k), rows: uint32(o.rows),
 		gated: boolWord32(o.style == uint32(backend.ConvGated)), fresh: uint32(o.pairs), wDT: o.w.dt}
@@ -83,7 +82,6 @@ func (b *Backend) GatedDelta(out, qkv, a, bb backend.Buffer, aLog, dtBias *tenso
 }
 
 func (b *Backend) recordGatedDelta(c *call) {
-	b.barrier()
 	o := &c.op
 	p := mslDeltaParams{kHeads: uint32(o.kvHeads), vHeads: uint32(o.heads), kDim: uint32(o.headDim), vDim: uint32(o.n),
 		rows: uint32(o.rows), fresh: uint32(o.pairs), tiled: o.style & 1, negExpA: o.style >> 1 & 1,
@@ -111,7 +109,6 @@ func (b *Backend) GatedRMSNorm(dst, x, z backend.Buffer, w *tensor.Tensor, rows 
 }
 
 func (b *Backend) recordGatedRMSNorm(c *call) {
-	b.barrier()
 	o := &c.op
 	p := mslGatedNormParams{n: uint32(o.n), wDT: o.w.dt, eps: o.eps}
 	b.pl.encGatedRmsnorm([3]uint32{uint32(o.rows), 1, 1}, [3]uint32{128, 1, 1}, o.args[0], o.args[1], o.w.data, o.args[2], &p)
@@ -133,7 +130,6 @@ func (b *Backend) SplitHeads(a, bb, src backend.Buffer, n, width int) {
 }
 
 func (b *Backend) recordSplitHeads(c *call) {
-	b.barrier()
 	o := &c.op
 	b.pl.encSplitHeads(groups1(o.n*o.k, 256), [3]uint32{256, 1, 1}, o.args[0], o.args[1], o.args[2],
 		&mslSplitParams{n: uint32(o.n), width: uint32(o.k)})
@@ -150,7 +146,6 @@ func (b *Backend) SigmoidMul(x, gate backend.Buffer, n int) {
 }
 
 func (b *Backend) recordSigmoidMul(c *call) {
-	b.barrier()
 	b.pl.encSigmoidMul(groups1(c.op.n, 256), [3]uint32{256, 1, 1}, c.op.args[0], c.op.args[1], &mslEltParams{n: uint32(c.op.n)})
 }
 
@@ -165,6 +160,5 @@ func (b *Backend) Copy(dst, src backend.Buffer, n int) {
 }
 
 func (b *Backend) recordCopy(c *call) {
-	b.barrier()
 	b.pl.encCopyBuf(groups1(c.op.n, 256), [3]uint32{256, 1, 1}, c.op.args[0], c.op.args[1], &mslEltParams{n: uint32(c.op.n)})
 }

@@ -22,10 +22,11 @@ const (
 	callEmbed callKind = iota + 1
 	callRMSNorm
 	callMatMul
-	callRope
+	callMatMuls
+	callMatMulAdd
+	callGLU
+	callStoreKV
 	callAttention
-	callSiLUMul
-	callGELUMul
 	callScale
 	callAdd
 	callSelect
@@ -40,8 +41,12 @@ const (
 // callOp is everything the dispatches recorded for a call depend on, apart from the per-step
 // values in its slot: equal callOps record equal dispatches.
 type callOp struct {
-	kind                    callKind
-	w, bias                 *weight
+	kind    callKind
+	w, bias *weight
+	// mats and biases are the weights of MatMuls (gate and up of GLU), norm the weight of a
+	// folded or plain RMSNorm.
+	mats, biases            [maxMatMuls]*weight
+	norm                    *weight
 	args                    [6]Arg
 	rows, n, heads, kvHeads int
 	headDim, k              int
@@ -50,12 +55,9 @@ type callOp struct {
 	eps, offset, scale      float32
 	cache                   uint64 // kvCache.id
 	kvHalf                  bool   // the cache holds half values
-	// rel is the call's position minus the step's first position, so a replayed step keeps the
-	// equal positions that folding Rope into Attention relies on.
-	rel int
 }
 
-// call is a logged operation: its callOp, its position (Rope, Attention) and the upload slot
+// call is a logged operation: its callOp, its position (StoreKV, Attention) and the upload slot
 // the kernels read its per-step values from.
 type call struct {
 	op   callOp
@@ -66,12 +68,6 @@ type call struct {
 // emit logs c and records its dispatches, or, while replaying and c matches the next logged
 // call, only updates that call's per-step values.
 func (b *Backend) emit(c call) {
-	if c.op.kind == callRope || c.op.kind == callAttention {
-		if b.stepPos < 0 {
-			b.stepPos = c.pos
-		}
-		c.op.rel = c.pos - b.stepPos
-	}
 	if b.replaying {
 		if b.cursor < len(b.log) && b.log[b.cursor].op == c.op {
 			e := &b.log[b.cursor]
@@ -93,7 +89,6 @@ func (b *Backend) diverge() {
 	b.replaying, b.cursor = false, 0
 	b.pl.reset()
 	b.uploadN = 0
-	b.barrier()
 	for i := range n {
 		b.record(&b.log[i], false)
 	}
@@ -109,14 +104,16 @@ func (b *Backend) record(c *call, write bool) {
 		b.recordRMSNorm(c)
 	case callMatMul:
 		b.recordMatMul(c)
-	case callRope:
-		b.recordRope(c, write)
+	case callMatMuls:
+		b.recordMatMuls(c)
+	case callMatMulAdd:
+		b.recordMatMulAdd(c)
+	case callGLU:
+		b.recordGLU(c)
+	case callStoreKV:
+		b.recordStoreKV(c, write)
 	case callAttention:
 		b.recordAttention(c, write)
-	case callSiLUMul:
-		b.recordSiLUMul(c)
-	case callGELUMul:
-		b.recordGELUMul(c)
 	case callScale:
 		b.recordScale(c)
 	case callAdd:
@@ -161,7 +158,7 @@ func (b *Backend) writeStep(c *call) {
 	switch c.op.kind {
 	case callEmbed:
 		b.dev.Write(c.slot, int32Bytes(b.ids))
-	case callRope, callAttention:
+	case callStoreKV, callAttention:
 		binary.LittleEndian.PutUint32(b.word[:], uint32(c.pos))
 		b.dev.Write(c.slot, b.word[:])
 	}
@@ -204,19 +201,19 @@ func (b *Backend) submit(endOfStep bool) error {
 	b.err = nil
 	if err == nil && len(b.pl.ds) > 0 {
 		b.inflight = true
+		b.pl.barriers()
 		if err = b.dev.Submit(b.pl.ds); err != nil {
 			err = fmt.Errorf("metal: %s: %w", b.dev.Name(), err)
 		}
 	}
 	b.replaying = err == nil && endOfStep && !b.midStep && len(b.pl.ds) > 0
 	b.midStep = !endOfStep
-	b.cursor, b.stepPos = 0, -1
+	b.cursor = 0
 	if !b.replaying {
 		b.pl.reset()
 		b.log = b.log[:0]
 		b.uploadN = 0
 	}
-	b.barrier()
 	return err
 }
 

@@ -136,27 +136,3 @@ func TestReplayAfterError(t *testing.T) {
 		t.Fatalf("%d dispatches after the error, want %d", got, 11+3)
 	}
 }
-
-// TestReplayKeepsFusion checks that a replay keeps the condition of folding Rope(k) into the
-// cache write (equal positions): a step whose rotation is at another position is not fused.
-func TestReplayKeepsFusion(t *testing.T) {
-	m, dev := newStepModel(t, 1)
-	b, sh := m.be, m.shape
-	steps := []struct{ ropePos, pos, want int }{
-		{0, 0, 2}, {1, 1, 2}, {2, 2, 2}, // kv_store with the rotation, attention
-		{2, 3, 3}, // rope, kv_store, attention
-		{4, 4, 2},
-	}
-	for _, s := range steps {
-		m.cache.Truncate(s.pos)
-		before := dev.dispatches
-		b.Rope(m.kb, 1, sh.kvHeads, s.ropePos, m.rope)
-		b.Attention(m.att, m.qb, m.kb, m.vb, m.cache, 0, s.pos, 1, 0)
-		if err := b.Sync(); err != nil {
-			t.Fatal(err)
-		}
-		if got := dev.dispatches - before; got != s.want {
-			t.Errorf("rope at %d, attention at %d: %d dispatches, want %d", s.ropePos, s.pos, got, s.want)
-		}
-	}
-}

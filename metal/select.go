@@ -109,7 +109,6 @@ func (b *Backend) selectScratch(n, k int) bool {
 // k, and each next stage reduces the previous stage's winners, until one threadgroup writes
 // the result.
 func (b *Backend) recordSelect(c *call) {
-	b.barrier()
 	o := &c.op
 	scratch := o.args[1].Buf
 	kern, tile := selectTile(o.k)

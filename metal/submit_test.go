@@ -54,3 +54,59 @@ func TestCommit(t *testing.T) {
 		t.Fatalf("the failed step was submitted: %+v", got)
 	}
 }
+
+// TestBarriers checks the barrier flags computed for a plan: none before the first dispatch
+// or between dispatches that only share what they read; one before a dispatch that reads or
+// writes what one since the last barrier wrote (read after write, write after write) or
+// writes what one read (write after read); views of one buffer count as the same buffer; a
+// kept plan keeps its flags until a dispatch is added.
+func TestBarriers(t *testing.T) {
+	const A, B, C, D, E, F, G, H Buf = 1, 2, 3, 4, 5, 6, 7, 8
+	var pl plan
+	add := func(dst, x Arg) { pl.encAddInplace(groups1(1, 1), [3]uint32{1, 1, 1}, dst, x, &mslEltParams{n: 1}) }
+	silu := func(gate, up, out Buf) {
+		pl.encSiluMul(groups1(1, 1), [3]uint32{1, 1, 1}, Arg{Buf: gate}, Arg{Buf: up}, Arg{Buf: out}, &mslEltParams{n: 1})
+	}
+	add(Arg{Buf: A}, Arg{Buf: B})            // first: 0
+	add(Arg{Buf: C}, Arg{Buf: D})            // independent: 0
+	silu(B, D, E)                            // reads what others read: 0
+	add(Arg{Buf: F}, Arg{Buf: A})            // reads A, written above: 1
+	add(Arg{Buf: B}, Arg{Buf: G})            // B was read before the last barrier only: 0
+	add(Arg{Buf: G}, Arg{Buf: H})            // writes G, read since the barrier: 1
+	add(Arg{Buf: G}, Arg{Buf: C})            // writes G again: 1
+	add(Arg{Buf: H, Off: 64}, Arg{Buf: C})   // H was read before the last barrier: 0
+	add(Arg{Buf: E, Off: 0}, Arg{Buf: F})    // 0
+	add(Arg{Buf: E, Off: 4096}, Arg{Buf: D}) // another view of E, written: 1
+	want := []uint32{0, 0, 0, 1, 0, 1, 1, 0, 0, 1}
+	pl.barriers()
+	for i, d := range pl.ds {
+		if d.Barrier != want[i] {
+			t.Errorf("dispatch %d: barrier %d, want %d", i, d.Barrier, want[i])
+		}
+	}
+
+	pl.ds[1].Barrier = 7
+	pl.barriers()
+	if pl.ds[1].Barrier != 7 {
+		t.Error("a kept plan's flags were computed again")
+	}
+	add(Arg{Buf: D}, Arg{Buf: A}) // writes D, read by the last dispatch: 1
+	pl.barriers()
+	if pl.ds[1].Barrier != 0 || pl.ds[len(pl.ds)-1].Barrier != 1 {
+		t.Error("a plan with a new dispatch kept its old flags")
+	}
+
+	// Independent dispatches beyond what the sets hold get a barrier instead of growing them.
+	pl.reset()
+	for i := range 100 {
+		add(Arg{Buf: Buf(100 + 2*i)}, Arg{Buf: Buf(101 + 2*i)})
+	}
+	pl.barriers()
+	n := 0
+	for _, d := range pl.ds {
+		n += int(d.Barrier)
+	}
+	if n == 0 || n > 3 {
+		t.Errorf("%d barriers among 100 independent dispatches, want 1 to 3", n)
+	}
+}

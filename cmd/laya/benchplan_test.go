@@ -153,6 +153,12 @@ func TestBenchPlanTinyLlama(t *testing.T) {
 		t.Errorf("decode: %v dispatches (at most %d), %v host waits (at most %d), %v commits, KV %d bytes per element (want %d)",
 			r.Dispatches, maxDispatches, r.HostWaits, maxHostWaits, r.Commits, r.KVBytesPerElement, kvElement)
 	}
+	// Barriers only where a dispatch uses what one since the last barrier wrote: the q, k and
+	// v projections run together, as do the rotation of q and the cache write (and in the
+	// prefill the gate and up projections).
+	if maxBarriers, maxPrefill := 8*tlLayers+2, 11*tlLayers+2; r.Barriers > float64(maxBarriers) || r.Prefill.Barriers*128 > float64(maxPrefill) {
+		t.Errorf("barriers: decode %v (at most %d), prefill %v per 128 tokens (at most %d)", r.Barriers, maxBarriers, r.Prefill.Barriers*128, maxPrefill)
+	}
 	// A decode step reads every matrix and norm once and one row of the embedding table.
 	var want int64
 	for name, n := range sizes {

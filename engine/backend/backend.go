@@ -63,6 +63,24 @@ type KVCache interface {
 	Truncate(n int)
 }
 
+// Norm is an RMSNorm folded into the operation that reads its input: with W set, each input
+// row x is used as x / sqrt(mean(x²) + Eps) * (W + Offset), without being written anywhere.
+// The zero Norm uses x as it is. A backend may run it unfused (normalize into a scratch).
+type Norm struct {
+	W           *tensor.Tensor
+	Eps, Offset float32
+}
+
+// Activation is the activation of a gated linear unit.
+type Activation int
+
+const (
+	// SiLU makes the unit SwiGLU.
+	SiLU Activation = iota
+	// GELUTanh, GELU's tanh approximation, makes it GeGLU.
+	GELUTanh
+)
+
 // Backend runs the operations of a forward pass. Row-major layouts throughout: a buffer holding
 // rows of width d has row r at [r*d, (r+1)*d). Weight matrices are [out, in] (tensor.Tensor
 // convention) in any dtype the backend supports; it must return an error from Prepare for one it
@@ -82,22 +100,34 @@ type Backend interface {
 	Embed(dst Buffer, table *tensor.Tensor, ids []int32)
 	// RMSNorm: dst[r] = x[r] / sqrt(mean(x[r]^2) + eps) * (w + offset), for rows of w.Cols()
 	// elements (offset 1 is Gemma's zero-centred norm; the weights are not copied to add it).
+	// dst may be x.
 	RMSNorm(dst, x Buffer, w *tensor.Tensor, rows int, eps, offset float32)
-	// MatMul: dst[r][o] = sum_i x[r][i] * W[o][i] (+ bias[o] when bias is not nil).
+	// MatMul: dst[r][o] = sum_i x[r][i] * W[o][i] (+ bias[o] when bias is not nil). dst must
+	// not overlap x, here and in every matmul below.
 	MatMul(dst, x Buffer, w, bias *tensor.Tensor, rows int)
-	// Rope rotates rows of x, each [heads*HeadDim], where row r is at position pos+r.
-	Rope(x Buffer, rows, heads, pos int, rope *Rope)
-	// Attention stores k and v (rows of [KVHeads*HeadDim], already rotated) at positions
-	// pos..pos+rows-1 of layer, then writes to out (rows of [Heads*HeadDim]) causal attention
-	// of q (rows of [Heads*HeadDim], rotated) over positions [0, pos+r], or only the last
-	// window of them, (pos+r-window, pos+r], when window > 0 (sliding-window layers read no
-	// older keys). Scores are scaled by the cache shape's AttnScale; heads are grouped (query
-	// head h reads KV head h/(Heads/KVHeads)).
-	Attention(out, q, k, v Buffer, cache KVCache, layer, pos, rows, window int)
-	// SiLUMul: dst[i] = silu(gate[i]) * up[i].
-	SiLUMul(dst, gate, up Buffer, n int)
-	// GELUMul: dst[i] = gelu(gate[i]) * up[i], with GELU's tanh approximation.
-	GELUMul(dst, gate, up Buffer, n int)
+	// MatMuls is the shared-input multi-matmul: dst[i] = norm(x)·w[i]ᵀ (+ bias[i] when bias is
+	// not nil and bias[i] is not nil) for each i, e.g. the q, k and v projections of one input.
+	// The weights have the same column count.
+	MatMuls(dst []Buffer, x Buffer, norm Norm, w, bias []*tensor.Tensor, rows int)
+	// MatMulAdd is a matmul plus residual: dst[r][o] += sum_i x[r][i] * W[o][i].
+	MatMulAdd(dst, x Buffer, w *tensor.Tensor, rows int)
+	// GLU is a gated linear unit: dst = act(norm(x)·gateᵀ) ⊙ (norm(x)·upᵀ), gate and up being
+	// [ffn, cols] and dst rows of ffn.
+	GLU(dst, x Buffer, norm Norm, gate, up *tensor.Tensor, act Activation, rows int)
+	// StoreKV stores k and v (rows of [KVHeads*HeadDim]) at positions pos..pos+rows-1 of layer,
+	// rotating each row of k by rope at its position first (nil: no rotation). The positions
+	// continue what the layer holds (pos beyond it would leave a gap); the layer then holds
+	// pos+rows positions. The backend may rotate k in place: its contents are unspecified
+	// afterwards.
+	StoreKV(cache KVCache, layer, pos, rows int, k, v Buffer, rope *Rope)
+	// Attention writes to out (rows of [Heads*HeadDim]) causal attention of q (rows of
+	// [Heads*HeadDim]), each row r rotated by rope at position pos+r (nil: no rotation), over
+	// the keys and values StoreKV left at positions [0, pos+r] of layer, or only the last window
+	// of them, (pos+r-window, pos+r], when window > 0 (sliding-window layers read no older
+	// keys). Scores are scaled by the cache shape's AttnScale; heads are grouped (query head h
+	// reads KV head h/(Heads/KVHeads)). The backend may rotate q in place: its contents are
+	// unspecified afterwards.
+	Attention(out, q Buffer, cache KVCache, layer, pos, rows, window int, rope *Rope)
 	// Scale: x[i] *= s.
 	Scale(x Buffer, n int, s float32)
 	// Add: dst[i] += x[i].
@@ -134,21 +164,6 @@ func (l LayerLens) Truncate(n int) {
 func (r *Rope) Check() error {
 	if r.HeadDim <= 0 || r.HeadDim%2 != 0 || len(r.InvFreq) == 0 || len(r.InvFreq) > r.HeadDim/2 {
 		return fmt.Errorf("rope: head dim %d with %d frequencies", r.HeadDim, len(r.InvFreq))
-	}
-	return nil
-}
-
-// CheckAttention is the argument check every backend's Attention makes: layer within the cache
-// of shape s whose layers hold lens positions, positions [pos, pos+rows) within its context and
-// continuing what the layer holds (pos beyond it would leave a gap), and window not negative.
-func CheckAttention(s AttnShape, lens LayerLens, layer, pos, rows, window int) error {
-	switch {
-	case layer < 0 || layer >= s.Layers || layer >= len(lens):
-		return fmt.Errorf("attention: layer %d of a %d-layer cache", layer, s.Layers)
-	case rows < 0 || pos < 0 || pos+rows > s.Context || pos > lens[layer]:
-		return fmt.Errorf("attention: layer %d positions [%d, %d) with %d cached of context %d", layer, pos, pos+rows, lens[layer], s.Context)
-	case window < 0:
-		return fmt.Errorf("attention: window %d", window)
 	}
 	return nil
 }

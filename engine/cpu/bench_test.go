@@ -76,7 +76,7 @@ func BenchmarkAttentionPrefill(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		cache.Truncate(0)
-		c.Attention(out, q, k, v, cache, 0, 0, 128, 0)
+		attend(c, out, q, k, v, cache, 0, 0, 128, 0)
 	}
 	if err := c.Sync(); err != nil {
 		b.Fatal(err)

@@ -44,21 +44,16 @@ type cpuBackend struct {
 	attn  attnJob
 	delta deltaJob
 	conv  convJob
-	// quantized names the input whose quantized activations mm holds, so that the matmuls of one
-	// input (q, k and v; gate and up) quantize it once. Every method that writes a buffer clears
-	// it; MatMul only when its output overlaps that input.
-	quantized quantKey
 	// quantizations counts the inputs quantized, for tests.
 	quantizations int
+	// xn holds a Norm's normalized input, tmp a matmul's output before it is added or
+	// multiplied into dst (MatMulAdd, GLU's up projection).
+	xn, tmp []float32
 }
 
-// quantKey identifies a matmul input and how it was quantized. Holding x keeps its memory from
-// being reused by another buffer while the key names it.
-type quantKey struct {
-	x                        *float32
-	n, rows, cols            int
-	perm, pair, resid, tile8 bool
-}
+// quantKey says how a matmul input was quantized (the zero key: not yet); matmuls of one input
+// with equal keys share the quantization.
+type quantKey struct{ set, perm, pair, resid, tile8 bool }
 
 // New returns a CPU backend running matmuls on threads workers; threads <= 0 means one per
 // physical core. Its quantized kernels take activations as int8 blocks plus an int8 remainder,
@@ -236,21 +231,16 @@ func (c *cpuBackend) vec(t *tensor.Tensor) ([]float32, error) {
 }
 
 func (c *cpuBackend) Embed(dst backend.Buffer, table *tensor.Tensor, ids []int32) {
-	c.quantized = quantKey{}
-	if table == nil {
-		c.fail(errors.New("cpu: embed: nil table"))
+	if err := backend.CheckEmbed(dst, table, ids); err != nil {
+		c.fail(fmt.Errorf("cpu: %w", err))
 		return
 	}
-	cols := table.Cols()
-	d, ok := c.need("embed", dst, len(ids)*cols)
+	d, ok := c.buf(dst)
 	if !ok {
 		return
 	}
+	cols := table.Cols()
 	for i, id := range ids {
-		if id < 0 || int(id) >= table.Rows() {
-			c.fail(fmt.Errorf("cpu: embed: token id %d outside the table's %d rows", id, table.Rows()))
-			return
-		}
 		if err := tensor.DequantizeRow(table, int(id), d[i*cols:(i+1)*cols]); err != nil {
 			c.fail(fmt.Errorf("cpu: embed: %w", err))
 			return
@@ -258,18 +248,7 @@ func (c *cpuBackend) Embed(dst backend.Buffer, table *tensor.Tensor, ids []int32
 	}
 }
 
-func (c *cpuBackend) SiLUMul(dst, gate, up backend.Buffer, n int) {
-	c.quantized = quantKey{}
-	d, ok1 := c.need("silumul", dst, n)
-	g, ok2 := c.need("silumul", gate, n)
-	u, ok3 := c.need("silumul", up, n)
-	if ok1 && ok2 && ok3 {
-		siluMul(d, g, u)
-	}
-}
-
 func (c *cpuBackend) Add(dst, x backend.Buffer, n int) {
-	c.quantized = quantKey{}
 	d, ok1 := c.need("add", dst, n)
 	s, ok2 := c.need("add", x, n)
 	if ok1 && ok2 {

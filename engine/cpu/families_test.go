@@ -64,7 +64,7 @@ func TestAttentionWindow(t *testing.T) {
 			}
 			ks, vs = append(ks, k...), append(vs, v...)
 			out := c.NewBuffer(rows * qw)
-			c.Attention(out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, 0, pos, rows, window)
+			attend(c, out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, 0, pos, rows, window)
 			got := read(t, c, out)
 			want := refWindowAttention(q, ks, vs, heads, kvHeads, hd, pos, rows, window, 0.3)
 			for i := range want {
@@ -86,9 +86,7 @@ func TestRopePartial(t *testing.T) {
 	for _, style := range []backend.RopeStyle{backend.RopeHalf, backend.RopeInterleaved} {
 		c := newCPU(t, 1)
 		x := randVec(r, rows*heads*hd)
-		b := bufOf(c, x)
-		c.Rope(b, rows, heads, pos, &backend.Rope{HeadDim: hd, Style: style, InvFreq: inv})
-		got := read(t, c, b)
+		got := rotated(t, c, x, rows, heads, pos, &backend.Rope{HeadDim: hd, Style: style, InvFreq: inv})
 		for row := range rows {
 			for h := range heads {
 				o := (row*heads + h) * hd
@@ -134,8 +132,8 @@ func TestNormOffsetAndGELU(t *testing.T) {
 	g := []float32{1, -0.5, 2, -3}
 	torch := []float64{0.8411920, -0.1542860, 1.9545977, -0.0036374}
 	up := []float32{1, 1, 1, 2}
-	c.GELUMul(dst, bufOf(c, g), bufOf(c, up), 4)
-	got = read(t, c, dst)
+	got = make([]float32, 4)
+	geluMul(got, g, up)
 	for i := range g {
 		if want := torch[i] * float64(up[i]); math.Abs(float64(got[i])-want) > 1e-6 {
 			t.Errorf("gelu_mul %d = %v, want %v", i, got[i], want)
@@ -152,10 +150,8 @@ func TestGELUMulLong(t *testing.T) {
 		g[i] = float32(i-n/2) / 40 // -12.5 .. 12.5
 		u[i] = 1 + float32(i%7)/10
 	}
-	c := newCPU(t, 1)
-	dst := c.NewBuffer(n)
-	c.GELUMul(dst, bufOf(c, g), bufOf(c, u), n)
-	got := read(t, c, dst)
+	got := make([]float32, n)
+	geluMul(got, g, u)
 	for i, x := range g {
 		xf := float64(x)
 		want := 0.5 * xf * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(xf+0.044715*xf*xf*xf))) * float64(u[i])

@@ -1,9 +1,7 @@
 package cpu
 
 import (
-	"errors"
 	"fmt"
-	"unsafe"
 
 	"github.com/layaapp/laya/engine/backend"
 	"github.com/layaapp/laya/engine/tensor"
@@ -92,10 +90,90 @@ func (q *quantJob) run(w, lo, hi int) {
 }
 
 func (c *cpuBackend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows int) {
-	if w == nil {
-		c.fail(errors.New("cpu: matmul: nil weight"))
+	if err := backend.CheckMatMul(dst, x, w, bias, rows); err != nil {
+		c.fail(fmt.Errorf("cpu: %w", err))
 		return
 	}
+	d, ok1 := c.need("matmul", dst, rows*w.Rows())
+	s, ok2 := c.need("matmul", x, rows*w.Cols())
+	if ok1 && ok2 {
+		var q quantKey
+		c.matmul(d, s, w, bias, rows, &q)
+	}
+}
+
+// MatMuls normalizes x once (when norm asks) and quantizes it once for all the weights that
+// take the same quantization.
+func (c *cpuBackend) MatMuls(dst []backend.Buffer, x backend.Buffer, norm backend.Norm, w, bias []*tensor.Tensor, rows int) {
+	if err := backend.CheckMatMuls(dst, x, norm, w, bias, rows); err != nil {
+		c.fail(fmt.Errorf("cpu: %w", err))
+		return
+	}
+	cols := w[0].Cols()
+	s, ok := c.need("matmuls", x, rows*cols)
+	if !ok {
+		return
+	}
+	s = c.normed(s, norm, rows, cols)
+	var q quantKey
+	for i, wi := range w {
+		d, ok := c.need("matmuls", dst[i], rows*wi.Rows())
+		if !ok {
+			return
+		}
+		var b *tensor.Tensor
+		if bias != nil {
+			b = bias[i]
+		}
+		c.matmul(d, s, wi, b, rows, &q)
+	}
+}
+
+func (c *cpuBackend) MatMulAdd(dst, x backend.Buffer, w *tensor.Tensor, rows int) {
+	if err := backend.CheckMatMulAdd(dst, x, w, rows); err != nil {
+		c.fail(fmt.Errorf("cpu: %w", err))
+		return
+	}
+	d, ok1 := c.need("matmul-add", dst, rows*w.Rows())
+	s, ok2 := c.need("matmul-add", x, rows*w.Cols())
+	if !ok1 || !ok2 {
+		return
+	}
+	c.tmp = grow(c.tmp, len(d))
+	var q quantKey
+	c.matmul(c.tmp, s, w, nil, rows, &q)
+	for i, v := range c.tmp {
+		d[i] += v
+	}
+}
+
+// GLU quantizes the (normalized) input once for gate and up.
+func (c *cpuBackend) GLU(dst, x backend.Buffer, norm backend.Norm, gate, up *tensor.Tensor, act backend.Activation, rows int) {
+	if err := backend.CheckGLU(dst, x, norm, gate, up, act, rows); err != nil {
+		c.fail(fmt.Errorf("cpu: %w", err))
+		return
+	}
+	d, ok1 := c.need("glu", dst, rows*gate.Rows())
+	s, ok2 := c.need("glu", x, rows*gate.Cols())
+	if !ok1 || !ok2 {
+		return
+	}
+	s = c.normed(s, norm, rows, gate.Cols())
+	c.tmp = grow(c.tmp, len(d))
+	var q quantKey
+	c.matmul(d, s, gate, nil, rows, &q)
+	c.matmul(c.tmp, s, up, nil, rows, &q)
+	if act == backend.GELUTanh {
+		geluMul(d, d, c.tmp)
+	} else {
+		siluMul(d, d, c.tmp)
+	}
+}
+
+// matmul runs d = s·wᵀ (+ bias) for a checked w. q says how mm's activation buffers hold s
+// quantized; the matmuls of one input in one operation pass the
+// same q, so s is quantized again only when a weight needs another quantization.
+func (c *cpuBackend) matmul(d, s []float32, w, bias *tensor.Tensor, rows int, q *quantKey) {
 	m, err := c.matrix(w)
 	if err != nil {
 		c.fail(err)
@@ -107,18 +185,8 @@ func (c *cpuBackend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows 
 			c.fail(err)
 			return
 		}
-		if len(bv) != m.rows {
-			c.fail(fmt.Errorf("cpu: matmul: bias %q has %d values for %d outputs", bias.Name, len(bv), m.rows))
-			return
-		}
 	}
-	if rows < 0 {
-		c.fail(fmt.Errorf("cpu: matmul: %d rows", rows))
-		return
-	}
-	d, ok1 := c.need("matmul", dst, rows*m.rows)
-	s, ok2 := c.need("matmul", x, rows*m.cols)
-	if !ok1 || !ok2 || rows == 0 {
+	if rows == 0 {
 		return
 	}
 	j := &c.mm
@@ -131,9 +199,9 @@ func (c *cpuBackend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows 
 		// Prefill activations of weights grouped by 64 or more share a scale per pair of blocks,
 		// which lets the AMX kernel take each pair as one block of 64 (2026-12-03, Xeon).
 		pair := rows >= 16 && w.DType == tensor.Affine && w.GroupSize%64 == 0
-		key := quantKey{&s[0], len(s), rows, m.cols, kindPermutes(m.kind), pair, j.resid, tile8}
-		if key != c.quantized {
-			c.quantized = key
+		key := quantKey{true, kindPermutes(m.kind), pair, j.resid, tile8}
+		if key != *q {
+			*q = key
 			c.quantizeInput(s, rows, m.cols, key.perm, pair)
 		}
 		j.pair = pair
@@ -151,12 +219,6 @@ func (c *cpuBackend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows 
 		if e != nil {
 			c.fail(e)
 			j.errs[i] = nil
-		}
-	}
-	if q := c.quantized; q.x != nil {
-		d0, q0 := uintptr(unsafe.Pointer(&d[0])), uintptr(unsafe.Pointer(q.x))
-		if d0 < q0+4*uintptr(q.n) && q0 < d0+4*uintptr(len(d)) {
-			c.quantized = quantKey{}
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
@@ -10,26 +9,26 @@ import (
 )
 
 func (c *cpuBackend) RMSNorm(dst, x backend.Buffer, w *tensor.Tensor, rows int, eps, offset float32) {
-	c.quantized = quantKey{}
-	if w == nil {
-		c.fail(errors.New("cpu: rmsnorm: nil weight"))
+	if err := backend.CheckRMSNorm(dst, x, w, rows); err != nil {
+		c.fail(fmt.Errorf("cpu: %w", err))
 		return
 	}
+	n := w.Cols()
+	d, ok1 := c.need("rmsnorm", dst, rows*n)
+	s, ok2 := c.need("rmsnorm", x, rows*n)
+	if ok1 && ok2 {
+		c.rmsNorm(d, s, w, rows, eps, offset)
+	}
+}
+
+// rmsNorm normalizes rows of s into d (which may be s) with the checked weight w.
+func (c *cpuBackend) rmsNorm(d, s []float32, w *tensor.Tensor, rows int, eps, offset float32) {
 	wv, err := c.vec(w)
 	if err != nil {
 		c.fail(fmt.Errorf("cpu: rmsnorm: %w", err))
 		return
 	}
-	n := w.Cols()
-	if len(wv) != n {
-		c.fail(fmt.Errorf("cpu: rmsnorm: weight %q has shape %v, want a vector", w.Name, w.Shape))
-		return
-	}
-	d, ok1 := c.need("rmsnorm", dst, rows*n)
-	s, ok2 := c.need("rmsnorm", x, rows*n)
-	if !ok1 || !ok2 {
-		return
-	}
+	n := len(wv)
 	for r := range rows {
 		xr, dr := s[r*n:(r+1)*n], d[r*n:(r+1)*n]
 		// float64 sum: the mean of thousands of squares loses digits in float32.
@@ -42,6 +41,25 @@ func (c *cpuBackend) RMSNorm(dst, x backend.Buffer, w *tensor.Tensor, rows int, 
 			dr[i] = v * inv * (wv[i] + offset)
 		}
 	}
+}
+
+// normed returns rows of x (cols wide) as norm makes them: x itself for the zero Norm, else
+// normalized into the backend's scratch.
+func (c *cpuBackend) normed(x []float32, norm backend.Norm, rows, cols int) []float32 {
+	if norm.W == nil {
+		return x
+	}
+	c.xn = grow(c.xn, rows*cols)
+	c.rmsNorm(c.xn, x, norm.W, rows, norm.Eps, norm.Offset)
+	return c.xn
+}
+
+// grow returns b resized to n, reallocated only when it is too small.
+func grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
 }
 
 // ropeTable holds cos and sin of p*InvFreq[i] for positions [0, positions), row-major by position.
@@ -79,49 +97,46 @@ func (c *cpuBackend) ropeFor(r *backend.Rope, n int) (*ropeTable, error) {
 	return t, nil
 }
 
-func (c *cpuBackend) Rope(x backend.Buffer, rows, heads, pos int, rope *backend.Rope) {
-	c.quantized = quantKey{}
-	if rope == nil {
-		c.fail(errors.New("cpu: rope: nil rope"))
-		return
-	}
-	if pos < 0 || rows < 0 || heads < 0 {
-		c.fail(fmt.Errorf("cpu: rope: rows %d heads %d pos %d", rows, heads, pos))
-		return
-	}
-	t, err := c.ropeFor(rope, pos+rows)
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	hd := rope.HeadDim
-	d, ok := c.need("rope", x, rows*heads*hd)
-	if !ok {
-		return
-	}
+// rotate applies r (its table t) to rows of d, each heads*HeadDim, row i at position pos+i.
+func rotate(d []float32, rows, heads, pos int, r *backend.Rope, t *ropeTable) {
+	hd := r.HeadDim
 	// half pairs rotate; a partial rotary embedding leaves dimensions 2*half.. unchanged.
 	half := t.half
-	for r := range rows {
-		cs := t.cos[(pos+r)*half : (pos+r+1)*half]
-		sn := t.sin[(pos+r)*half : (pos+r+1)*half]
+	for i := range rows {
+		cs := t.cos[(pos+i)*half : (pos+i+1)*half]
+		sn := t.sin[(pos+i)*half : (pos+i+1)*half]
 		for h := range heads {
-			v := d[(r*heads+h)*hd : (r*heads+h+1)*hd]
-			if rope.Style == backend.RopeInterleaved {
-				for i := range half {
-					a, b := v[2*i], v[2*i+1]
-					v[2*i] = a*cs[i] - b*sn[i]
-					v[2*i+1] = b*cs[i] + a*sn[i]
+			v := d[(i*heads+h)*hd : (i*heads+h+1)*hd]
+			if r.Style == backend.RopeInterleaved {
+				for j := range half {
+					a, b := v[2*j], v[2*j+1]
+					v[2*j] = a*cs[j] - b*sn[j]
+					v[2*j+1] = b*cs[j] + a*sn[j]
 				}
 			} else {
 				lo, hi := v[:half], v[half:2*half]
-				for i := range half {
-					a, b := lo[i], hi[i]
-					lo[i] = a*cs[i] - b*sn[i]
-					hi[i] = b*cs[i] + a*sn[i]
+				for j := range half {
+					a, b := lo[j], hi[j]
+					lo[j] = a*cs[j] - b*sn[j]
+					hi[j] = b*cs[j] + a*sn[j]
 				}
 			}
 		}
 	}
+}
+
+// rope rotates rows of d by r when r is set.
+func (c *cpuBackend) rope(d []float32, rows, heads, pos int, r *backend.Rope) bool {
+	if r == nil || rows == 0 {
+		return true
+	}
+	t, err := c.ropeFor(r, pos+rows)
+	if err != nil {
+		c.fail(err)
+		return false
+	}
+	rotate(d, rows, heads, pos, r, t)
+	return true
 }
 
 // kvCache stores keys and values as float32, per layer [Context][KVHeads*HeadDim]. The slices
@@ -180,29 +195,55 @@ func (j *attnJob) run(w, lo, hi int) {
 	}
 }
 
-func (c *cpuBackend) Attention(out, q, k, v backend.Buffer, cache backend.KVCache, layer, pos, rows, window int) {
-	c.quantized = quantKey{}
+// cache returns cache as this backend's.
+func (c *cpuBackend) cache(op string, cache backend.KVCache) (*kvCache, bool) {
 	kc, ok := cache.(*kvCache)
 	if !ok || kc == nil {
-		c.fail(fmt.Errorf("cpu: attention: cache %T does not belong to the cpu backend", cache))
+		c.fail(fmt.Errorf("cpu: %s: cache %T does not belong to the cpu backend", op, cache))
+	}
+	return kc, ok && kc != nil
+}
+
+func (c *cpuBackend) StoreKV(cache backend.KVCache, layer, pos, rows int, k, v backend.Buffer, rope *backend.Rope) {
+	kc, ok := c.cache("store kv", cache)
+	if !ok {
 		return
 	}
 	s := kc.shape
-	if err := backend.CheckAttention(s, kc.LayerLens, layer, pos, rows, window); err != nil {
+	if err := backend.CheckStoreKV(s, kc.LayerLens, layer, pos, rows, k, v, rope); err != nil {
 		c.fail(fmt.Errorf("cpu: %w", err))
 		return
 	}
-	qw, kvw := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
-	o, ok1 := c.need("attention", out, rows*qw)
-	qd, ok2 := c.need("attention", q, rows*qw)
-	kd, ok3 := c.need("attention", k, rows*kvw)
-	vd, ok4 := c.need("attention", v, rows*kvw)
-	if !ok1 || !ok2 || !ok3 || !ok4 {
+	kvw := s.KVHeads * s.HeadDim
+	kd, ok1 := c.need("store kv", k, rows*kvw)
+	vd, ok2 := c.need("store kv", v, rows*kvw)
+	if !ok1 || !ok2 {
 		return
 	}
-	copy(kc.k[layer][pos*kvw:], kd)
+	kr := kc.k[layer][pos*kvw : (pos+rows)*kvw]
+	copy(kr, kd)
 	copy(kc.v[layer][pos*kvw:], vd)
-	kc.LayerLens[layer] = pos + rows
+	if c.rope(kr, rows, s.KVHeads, pos, rope) {
+		kc.LayerLens[layer] = pos + rows
+	}
+}
+
+func (c *cpuBackend) Attention(out, q backend.Buffer, cache backend.KVCache, layer, pos, rows, window int, rope *backend.Rope) {
+	kc, ok := c.cache("attention", cache)
+	if !ok {
+		return
+	}
+	s := kc.shape
+	if err := backend.CheckAttention(s, kc.LayerLens, out, q, layer, pos, rows, window, rope); err != nil {
+		c.fail(fmt.Errorf("cpu: %w", err))
+		return
+	}
+	qw := s.Heads * s.HeadDim
+	o, ok1 := c.need("attention", out, rows*qw)
+	qd, ok2 := c.need("attention", q, rows*qw)
+	if !ok1 || !ok2 || !c.rope(qd, rows, s.Heads, pos, rope) {
+		return
+	}
 	j := &c.attn
 	for w := range j.scores {
 		if len(j.scores[w]) < s.Context {
@@ -210,25 +251,14 @@ func (c *cpuBackend) Attention(out, q, k, v backend.Buffer, cache backend.KVCach
 		}
 	}
 	j.out, j.q, j.k, j.v = o, qd, kc.k[layer], kc.v[layer]
-	j.heads, j.group, j.hd, j.kvw, j.pos, j.window = s.Heads, s.Heads/s.KVHeads, s.HeadDim, kvw, pos, window
+	j.heads, j.group, j.hd, j.kvw, j.pos, j.window = s.Heads, s.Heads/s.KVHeads, s.HeadDim, s.KVHeads*s.HeadDim, pos, window
 	j.scale = s.AttnScale()
 	// Later rows see more positions; small chunks keep the causal triangle balanced.
 	items := rows * s.Heads
 	c.pool.parallel(j, items, max(1, items/(8*c.pool.threads)))
 }
 
-func (c *cpuBackend) GELUMul(dst, gate, up backend.Buffer, n int) {
-	c.quantized = quantKey{}
-	d, ok1 := c.need("gelumul", dst, n)
-	g, ok2 := c.need("gelumul", gate, n)
-	u, ok3 := c.need("gelumul", up, n)
-	if ok1 && ok2 && ok3 {
-		geluMul(d, g, u)
-	}
-}
-
 func (c *cpuBackend) Scale(x backend.Buffer, n int, s float32) {
-	c.quantized = quantKey{}
 	d, ok := c.need("scale", x, n)
 	if ok {
 		for i := range d {

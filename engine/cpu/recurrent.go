@@ -16,7 +16,6 @@ var _ backend.Recurrent = (*cpuBackend)(nil)
 const deltaChunk = 64
 
 func (c *cpuBackend) CausalConv(dst, x backend.Buffer, w *tensor.Tensor, state backend.Buffer, kind backend.ConvKind, pos, rows int) {
-	c.quantized = quantKey{}
 	st, ok := c.buf(state)
 	if !ok {
 		return
@@ -177,7 +176,6 @@ func (sc *deltaScratch) fit(s backend.DeltaShape) {
 }
 
 func (c *cpuBackend) GatedDelta(out, qkv, a, b backend.Buffer, aLog, dtBias *tensor.Tensor, state backend.Buffer, s backend.DeltaShape, pos, rows int) {
-	c.quantized = quantKey{}
 	if err := s.Check(); err != nil {
 		c.fail(fmt.Errorf("cpu: %w", err))
 		return
@@ -392,7 +390,6 @@ func axpy(y []float32, a float32, x []float32) {
 }
 
 func (c *cpuBackend) GatedRMSNorm(dst, x, z backend.Buffer, w *tensor.Tensor, rows int, eps float32) {
-	c.quantized = quantKey{}
 	if w == nil || rows < 0 {
 		c.fail(errors.New("cpu: gated rmsnorm: nil weight or negative rows"))
 		return
@@ -423,7 +420,6 @@ func (c *cpuBackend) GatedRMSNorm(dst, x, z backend.Buffer, w *tensor.Tensor, ro
 }
 
 func (c *cpuBackend) SplitHeads(a, b, src backend.Buffer, n, width int) {
-	c.quantized = quantKey{}
 	if n < 0 || width < 0 {
 		c.fail(fmt.Errorf("cpu: split heads: %d blocks of %d", n, width))
 		return
@@ -441,7 +437,6 @@ func (c *cpuBackend) SplitHeads(a, b, src backend.Buffer, n, width int) {
 }
 
 func (c *cpuBackend) SigmoidMul(x, gate backend.Buffer, n int) {
-	c.quantized = quantKey{}
 	d, ok1 := c.need("sigmoid mul", x, n)
 	g, ok2 := c.need("sigmoid mul", gate, n)
 	if !ok1 || !ok2 {
@@ -453,7 +448,6 @@ func (c *cpuBackend) SigmoidMul(x, gate backend.Buffer, n int) {
 }
 
 func (c *cpuBackend) Copy(dst, src backend.Buffer, n int) {
-	c.quantized = quantKey{}
 	d, ok1 := c.need("copy", dst, n)
 	s, ok2 := c.need("copy", src, n)
 	if ok1 && ok2 {

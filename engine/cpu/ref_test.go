@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/layaapp/laya/engine/backend"
@@ -333,11 +334,9 @@ func TestRopeStyles(t *testing.T) {
 	}
 	for _, style := range []backend.RopeStyle{backend.RopeHalf, backend.RopeInterleaved} {
 		rope := &backend.Rope{HeadDim: hd, Style: style, InvFreq: inv}
-		c.Rope(c.NewBuffer(heads*hd), 1, heads, 0, rope) // builds a first, smaller table
+		rotated(t, c, make([]float32, heads*hd), 1, heads, 0, rope) // builds a first, smaller table
 		x := randVec(r, rows*heads*hd)
-		b := bufOf(c, x)
-		c.Rope(b, rows, heads, pos, rope)
-		got := read(t, c, b)
+		got := rotated(t, c, x, rows, heads, pos, rope)
 		for row := range rows {
 			for h := range heads {
 				base := (row*heads + h) * hd
@@ -357,6 +356,32 @@ func TestRopeStyles(t *testing.T) {
 			}
 		}
 	}
+}
+
+// rotated returns rows of x (heads of rope.HeadDim) rotated at positions pos.. as StoreKV
+// writes them to the cache, failing t unless Attention's rotation of q is the same.
+func rotated(t *testing.T, c *cpuBackend, x []float32, rows, heads, pos int, rope *backend.Rope) []float32 {
+	t.Helper()
+	s := backend.AttnShape{Layers: 1, Heads: heads, KVHeads: heads, HeadDim: rope.HeadDim, Context: pos + rows}
+	cache := c.NewKVCache(s)
+	w := heads * rope.HeadDim
+	zeros := c.NewBuffer(pos * w)
+	c.StoreKV(cache, 0, 0, pos, zeros, zeros, nil)
+	b := bufOf(c, x)
+	c.StoreKV(cache, 0, pos, rows, b, bufOf(c, x), rope)
+	c.Attention(c.NewBuffer(rows*w), b, cache, 0, pos, rows, 0, rope)
+	q := read(t, c, b)
+	k := cache.(*kvCache).k[0][pos*w : (pos+rows)*w]
+	if !slices.Equal(q, k) {
+		t.Fatalf("Attention rotated q to %v, StoreKV k to %v", q, k)
+	}
+	return k
+}
+
+// attend stores k and v at pos without rotation and attends q over the cache.
+func attend(c backend.Backend, out, q, k, v backend.Buffer, cache backend.KVCache, layer, pos, rows, window int) {
+	c.StoreKV(cache, layer, pos, rows, k, v, nil)
+	c.Attention(out, q, cache, layer, pos, rows, window, nil)
 }
 
 // refAttention is causal softmax attention over all stored keys in float64.
@@ -408,7 +433,7 @@ func TestAttentionShapes(t *testing.T) {
 				q, k, v := randVec(r, rows*qw), randVec(r, rows*kvw), randVec(r, rows*kvw)
 				ks, vs = append(ks, k...), append(vs, v...)
 				out := c.NewBuffer(rows * qw)
-				c.Attention(out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, 0, pos, rows, 0)
+				attend(c, out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, 0, pos, rows, 0)
 				got := read(t, c, out)
 				want := refAttention(q, ks, vs, 4, 2, hd, pos, rows)
 				for i := range want {
@@ -436,7 +461,7 @@ func TestAttentionGQA(t *testing.T) {
 			ks, vs = append(ks, k...), append(vs, v...)
 			for layer := range 2 {
 				out := c.NewBuffer(rows * qw)
-				c.Attention(out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, layer, pos, rows, 0)
+				attend(c, out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, layer, pos, rows, 0)
 				got := read(t, c, out)
 				want := refAttention(q, ks, vs, 4, 2, 16, pos, rows)
 				for i := range want {
@@ -456,7 +481,7 @@ func TestAttentionGQA(t *testing.T) {
 		q, k, v := randVec(r, qw), randVec(r, kvw), randVec(r, kvw)
 		ks, vs = append(ks, k...), append(vs, v...)
 		out := c.NewBuffer(qw)
-		c.Attention(out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, 0, 4, 1, 0)
+		attend(c, out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, 0, 4, 1, 0)
 		got := read(t, c, out)
 		want := refAttention(q, ks, vs, 4, 2, 16, 4, 1)
 		for i := range want {
@@ -465,11 +490,11 @@ func TestAttentionGQA(t *testing.T) {
 			}
 		}
 		// Past the context, or leaving a gap, is an error, not a panic.
-		c.Attention(out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, 0, 12, 1, 0)
+		attend(c, out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, 0, 12, 1, 0)
 		if err := c.Sync(); err == nil {
 			t.Fatal("attention past the context: no error")
 		}
-		c.Attention(out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, 1, 9, 1, 0)
+		attend(c, out, bufOf(c, q), bufOf(c, k), bufOf(c, v), cache, 1, 9, 1, 0)
 		if err := c.Sync(); err == nil {
 			t.Fatal("attention leaving a gap: no error")
 		}
@@ -482,9 +507,8 @@ func TestElementwise(t *testing.T) {
 	n := 1001
 	g, u, a := randVec(r, n), randVec(r, n), randVec(r, n)
 	g[0], g[1] = 30, -30 // saturated ends of the sigmoid
-	dst := c.NewBuffer(n)
-	c.SiLUMul(dst, bufOf(c, g), bufOf(c, u), n)
-	got := read(t, c, dst)
+	got := make([]float32, n)
+	siluMul(got, g, u)
 	for i := range n {
 		x := float64(g[i])
 		want := x / (1 + math.Exp(-x)) * float64(u[i])
@@ -551,7 +575,8 @@ func TestBadInputsDoNotPanic(t *testing.T) {
 	if err := c.Sync(); err == nil {
 		t.Fatal("rmsnorm on a short buffer: no error")
 	}
-	c.Rope(small, 1, 1, 0, &backend.Rope{HeadDim: 4, InvFreq: []float32{1, 1, 1}})
+	rc := c.NewKVCache(backend.AttnShape{Layers: 1, Heads: 1, KVHeads: 1, HeadDim: 4, Context: 4})
+	c.StoreKV(rc, 0, 0, 1, small, small, &backend.Rope{HeadDim: 4, InvFreq: []float32{1, 1, 1}})
 	if err := c.Sync(); err == nil {
 		t.Fatal("rope with more frequencies than pairs: no error")
 	}
@@ -564,7 +589,7 @@ func TestBadInputsDoNotPanic(t *testing.T) {
 	if err := c.Sync(); err == nil {
 		t.Fatal("kv heads not dividing heads: no error")
 	}
-	c.Attention(small, small, small, small, cache, 0, 0, 1, 0)
+	attend(c, small, small, small, small, cache, 0, 0, 1, 0)
 	if err := c.Sync(); err == nil {
 		t.Fatal("attention on an invalid cache: no error")
 	}

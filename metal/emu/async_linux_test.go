@@ -92,3 +92,61 @@ func TestSubmitIsAsynchronous(t *testing.T) {
 		t.Errorf("acc[0] = %v after the failed plan and one more add of 2, want 4", v)
 	}
 }
+
+// TestMissingBarrierCaught checks that the emulator runs the dispatches between two barriers in
+// an arbitrary order, as a concurrent encoder may: a plan whose second dispatch reads what the
+// first writes gets a barrier and gives the right sums run after run, and the same plan with
+// that barrier flag cleared gives wrong ones.
+func TestMissingBarrierCaught(t *testing.T) {
+	const n = 256 * 32 // 32 threadgroups per dispatch
+	d := New()
+	c := &capture{Device: d}
+	be, err := metal.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	a, x, y := be.NewBuffer(n), be.NewBuffer(n), be.NewBuffer(n)
+	be.Add(a, x, n)
+	be.Add(y, a, n)
+	if err := be.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	plan := append([]metal.Dispatch(nil), c.plan...)
+	if len(plan) != 2 || plan[1].Barrier != 1 {
+		t.Fatalf("y += a after a += x: %d dispatches, second barrier flag %d; want 2, 1", len(plan), plan[len(plan)-1].Barrier)
+	}
+	aArg, xArg, yArg := plan[0].Args[0], plan[0].Args[1], plan[1].Args[0]
+	zero, one := floats(0, n), floats(1, n)
+	got := make([]byte, 4*n)
+	// run reports whether every y is 1 after a = 0, x = 1, y = 0 and the plan.
+	run := func() bool {
+		d.Write(aArg, zero)
+		d.Write(xArg, one)
+		d.Write(yArg, zero)
+		if err := d.Submit(plan); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		d.Read(got, yArg)
+		for i := range n {
+			if math.Float32frombits(binary.LittleEndian.Uint32(got[4*i:])) != 1 {
+				return false
+			}
+		}
+		return true
+	}
+	for range 5 {
+		if !run() {
+			t.Fatal("wrong sums with the barrier")
+		}
+	}
+	plan[1].Barrier = 0
+	for range 5 {
+		if run() {
+			t.Fatalf("right sums without the barrier (seed %d): the emulator ran the dispatches in order", Seed())
+		}
+	}
+}

@@ -21,8 +21,11 @@ type llama struct {
 	an, fn, q, k, v, o, g, u, d   []*tensor.Tensor
 	rope                          *backend.Rope
 	cache                         backend.KVCache
-	x, h, qb, kb, vb, att, gb, ub backend.Buffer
+	x, qb, kb, vb, att, gb        backend.Buffer
 	logits                        backend.Buffer
+	// qkv are each layer's q, k and v weights, qkvOut their outputs.
+	qkv    [][]*tensor.Tensor
+	qkvOut []backend.Buffer
 }
 
 const (
@@ -62,6 +65,7 @@ func newLlama(t *testing.T, seed uint64) *llama {
 		m.g = append(m.g, mat("g", 0, 0.3, llFFN, llDim))
 		m.u = append(m.u, mat("u", 0, 0.3, llFFN, llDim))
 		m.d = append(m.d, mat("d", 0, 0.3, llDim, llFFN))
+		m.qkv = append(m.qkv, []*tensor.Tensor{m.q[len(m.q)-1], m.k[len(m.k)-1], m.v[len(m.v)-1]})
 	}
 	if err := be.Prepare(all); err != nil {
 		t.Fatal(err)
@@ -73,9 +77,10 @@ func newLlama(t *testing.T, seed uint64) *llama {
 	m.rope = &backend.Rope{HeadDim: llHeadDim, InvFreq: inv}
 	m.cache = be.NewKVCache(backend.AttnShape{Layers: llLayers, Heads: llHeads, KVHeads: llKVHeads, HeadDim: llHeadDim, Context: 64})
 	qw, kvw := llHeads*llHeadDim, llKVHeads*llHeadDim
-	m.x, m.h, m.att = be.NewBuffer(llRows*llDim), be.NewBuffer(llRows*llDim), be.NewBuffer(llRows*qw)
+	m.x, m.att = be.NewBuffer(llRows*llDim), be.NewBuffer(llRows*qw)
 	m.qb, m.kb, m.vb = be.NewBuffer(llRows*qw), be.NewBuffer(llRows*kvw), be.NewBuffer(llRows*kvw)
-	m.gb, m.ub, m.logits = be.NewBuffer(llRows*llFFN), be.NewBuffer(llRows*llFFN), be.NewBuffer(llVocab)
+	m.gb, m.logits = be.NewBuffer(llRows*llFFN), be.NewBuffer(llVocab)
+	m.qkvOut = []backend.Buffer{m.qb, m.kb, m.vb}
 	return m
 }
 
@@ -84,25 +89,15 @@ func (m *llama) forward(ids []int32, pos int) {
 	be, rows := m.be, len(ids)
 	be.Embed(m.x, m.embed, ids)
 	for l := range llLayers {
-		be.RMSNorm(m.h, m.x, m.an[l], rows, 1e-5, 0)
-		be.MatMul(m.qb, m.h, m.q[l], nil, rows)
-		be.MatMul(m.kb, m.h, m.k[l], nil, rows)
-		be.MatMul(m.vb, m.h, m.v[l], nil, rows)
-		be.Rope(m.qb, rows, llHeads, pos, m.rope)
-		be.Rope(m.kb, rows, llKVHeads, pos, m.rope)
-		be.Attention(m.att, m.qb, m.kb, m.vb, m.cache, l, pos, rows, 0)
-		be.MatMul(m.h, m.att, m.o[l], nil, rows)
-		be.Add(m.x, m.h, rows*llDim)
-		be.RMSNorm(m.h, m.x, m.fn[l], rows, 1e-5, 0)
-		be.MatMul(m.gb, m.h, m.g[l], nil, rows)
-		be.MatMul(m.ub, m.h, m.u[l], nil, rows)
-		be.SiLUMul(m.gb, m.gb, m.ub, rows*llFFN)
-		be.MatMul(m.h, m.gb, m.d[l], nil, rows)
-		be.Add(m.x, m.h, rows*llDim)
+		be.MatMuls(m.qkvOut, m.x, backend.Norm{W: m.an[l], Eps: 1e-5}, m.qkv[l], nil, rows)
+		be.StoreKV(m.cache, l, pos, rows, m.kb, m.vb, m.rope)
+		be.Attention(m.att, m.qb, m.cache, l, pos, rows, 0, m.rope)
+		be.MatMulAdd(m.x, m.att, m.o[l], rows)
+		be.GLU(m.gb, m.x, backend.Norm{W: m.fn[l], Eps: 1e-5}, m.g[l], m.u[l], backend.SiLU, rows)
+		be.MatMulAdd(m.x, m.gb, m.d[l], rows)
 	}
 	last := be.View(m.x, (rows-1)*llDim, llDim)
-	be.RMSNorm(m.h, last, m.norm, 1, 1e-5, 0)
-	be.MatMul(m.logits, m.h, m.embed, nil, 1)
+	be.MatMuls([]backend.Buffer{m.logits}, last, backend.Norm{W: m.norm, Eps: 1e-5}, []*tensor.Tensor{m.embed}, nil, 1)
 }
 
 // TestReplayMatchesFresh runs the same session on two backends: one replays its decode plan

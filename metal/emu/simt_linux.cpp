@@ -1,5 +1,6 @@
-// simt_linux.cpp runs a Metal dispatch on the CPU: threadgroups one after another in a
-// pseudo-random order, the threads of a threadgroup as fibers on the calling OS thread. A fiber
+// simt_linux.cpp runs Metal dispatches on the CPU: threadgroups one after another in a
+// pseudo-random order (those of the dispatches between two barriers interleaved), the threads
+// of a threadgroup as fibers on the calling OS thread. A fiber
 // runs until it reaches a simd collective or a threadgroup barrier, then yields; the scheduler
 // resumes it once every thread it waits for has arrived, so collectives and barriers have
 // exactly the GPU's semantics. A pass in which no fiber can move is a divergent barrier or
@@ -128,8 +129,9 @@ struct Rng {
 struct Group {
   Context sched;
   Rng rng;
-  std::vector<uint32_t> order;   // fibers, shuffled every pass
-  std::vector<uint32_t> groups;  // threadgroups of a dispatch, shuffled every dispatch
+  std::vector<uint32_t> order;  // fibers, shuffled every pass
+  // work is the (launch, threadgroup) pairs of a run of concurrent dispatches, shuffled.
+  std::vector<std::pair<uint32_t, uint32_t>> work;
   std::vector<Fiber> fibers;
   std::vector<Simd> simds;
   uint64_t barArrivals;
@@ -231,63 +233,83 @@ void Barrier() {
 
 namespace {
 
-// runKernel runs one dispatch of fn (d.kid is ignored), reusing g's allocations.
-const char* runKernel(msl::Kernel fn, const emu_dispatch& d, msl::rt::Group& g) {
-  using namespace msl::rt;
-  if (d.nargs > EMU_MAX_ARGS || d.nparams > EMU_MAX_PARAMS) return "emu: bad argument count";
-  uint3 tg(d.threads[0], d.threads[1], d.threads[2]);
-  uint3 ng(d.groups[0], d.groups[1], d.groups[2]);
-  uint32_t threads = tg.x * tg.y * tg.z;
-  if (threads == 0 || threads > 1024) return "emu: threadgroup size must be 1..1024";
-  while (stacks.size() < threads) stacks.push_back(static_cast<char*>(std::malloc(kStack)));
-
+// Launch is a checked dispatch: its kernel, its bindings and its geometry.
+struct Launch {
+  msl::Kernel fn;
   void* bufs[EMU_MAX_ARGS + 1];
+  uint3 tg, ng;
+  uint32_t threads, nsimd;
+};
+
+// prepare checks d and resolves its bindings into l.
+const char* prepare(msl::Kernel fn, const emu_dispatch& d, Launch& l) {
+  if (d.nargs > EMU_MAX_ARGS || d.nparams > EMU_MAX_PARAMS) return "emu: bad argument count";
+  l.fn = fn;
+  l.tg = uint3(d.threads[0], d.threads[1], d.threads[2]);
+  l.ng = uint3(d.groups[0], d.groups[1], d.groups[2]);
+  l.threads = l.tg.x * l.tg.y * l.tg.z;
+  if (l.threads == 0 || l.threads > 1024) return "emu: threadgroup size must be 1..1024";
+  if (uint64_t(l.ng.x) * l.ng.y * l.ng.z > (uint64_t(1) << 31)) return "emu: too many threadgroups";
+  l.nsimd = (l.threads + 31) / 32;
   for (uint32_t i = 0; i < d.nargs; i++)
-    bufs[i] = reinterpret_cast<char*>(static_cast<uintptr_t>(d.args[i].buf)) + d.args[i].off;
+    l.bufs[i] = reinterpret_cast<char*>(static_cast<uintptr_t>(d.args[i].buf)) + d.args[i].off;
   // The params block binds at the index after the last buffer, as the generator requires.
-  bufs[d.nargs] = const_cast<uint32_t*>(d.params);
+  l.bufs[d.nargs] = const_cast<uint32_t*>(d.params);
+  return nullptr;
+}
 
-  uint32_t nsimd = (threads + 31) / 32;
-  g.fn = fn;
-  g.bufs = bufs;
-  g.threads = threads;
-  g.fibers.assign(threads, Fiber{});
-  g.simds.assign(nsimd, Simd{});
-  for (uint32_t s = 0; s < nsimd; s++) g.simds[s].width = s + 1 < nsimd ? 32 : threads - 32 * s;
+// runGroupOf runs threadgroup lin (linear id) of launch l, reusing g's allocations.
+bool runGroupOf(const Launch& l, uint32_t lin, msl::rt::Group& g) {
+  using namespace msl::rt;
+  while (stacks.size() < l.threads) stacks.push_back(static_cast<char*>(std::malloc(kStack)));
+  g.fn = l.fn;
+  g.bufs = l.bufs;
+  g.threads = l.threads;
+  g.fibers.resize(l.threads);
+  g.simds.assign(l.nsimd, Simd{});
+  for (uint32_t s = 0; s < l.nsimd; s++) g.simds[s].width = s + 1 < l.nsimd ? 32 : l.threads - 32 * s;
+  const uint3 tg = l.tg, ng = l.ng;
+  uint32_t gx = lin % ng.x, gy = lin / ng.x % ng.y, gz = lin / ng.x / ng.y;
+  g.barArrivals = 0;
+  uint32_t i = 0;
+  for (uint32_t z = 0; z < tg.z; z++)
+    for (uint32_t y = 0; y < tg.y; y++)
+      for (uint32_t x = 0; x < tg.x; x++, i++) {
+        Fiber& f = g.fibers[i];
+        f = Fiber{};
+        f.g = &g;
+        msl::Ids& id = f.ids;
+        id.tgpig = uint3(gx, gy, gz);
+        id.tpitg = uint3(x, y, z);
+        id.tptg = tg;
+        id.tgpg = ng;
+        id.tpig = uint3(gx * tg.x + x, gy * tg.y + y, gz * tg.z + z);
+        id.tiitg = i;
+        id.tiisg = i % 32;
+        id.sgitg = i / 32;
+        id.sptg = l.nsimd;
+        id.tpsg = 32;
+      }
+  return runGroup(g);
+}
 
-  // Threadgroups run in a fresh pseudo-random order each dispatch, as a GPU promises no order:
-  // a kernel in which one threadgroup reads what another writes then gets wrong results here
-  // too, instead of the benign order of threadgroup ids.
-  uint64_t ngroups = uint64_t(ng.x) * ng.y * ng.z;
-  if (ngroups > (uint64_t(1) << 31)) return "emu: too many threadgroups";
-  g.groups.resize(ngroups);
-  for (uint32_t i = 0; i < ngroups; i++) g.groups[i] = i;
-  for (size_t i = g.groups.size(); i > 1; i--) std::swap(g.groups[i - 1], g.groups[g.rng.next() % i]);
-  for (uint32_t lin : g.groups) {
-    uint32_t gx = lin % ng.x, gy = lin / ng.x % ng.y, gz = lin / ng.x / ng.y;
-    g.barArrivals = 0;
-    for (Simd& s : g.simds) s.arrivals[0] = s.arrivals[1] = 0;
-    uint32_t i = 0;
-    for (uint32_t z = 0; z < tg.z; z++)
-      for (uint32_t y = 0; y < tg.y; y++)
-        for (uint32_t x = 0; x < tg.x; x++, i++) {
-          Fiber& f = g.fibers[i];
-          f = Fiber{};
-          f.g = &g;
-          msl::Ids& id = f.ids;
-          id.tgpig = uint3(gx, gy, gz);
-          id.tpitg = uint3(x, y, z);
-          id.tptg = tg;
-          id.tgpg = ng;
-          id.tpig = uint3(gx * tg.x + x, gy * tg.y + y, gz * tg.z + z);
-          id.tiitg = i;
-          id.tiisg = i % 32;
-          id.sgitg = i / 32;
-          id.sptg = nsimd;
-          id.tpsg = 32;
-        }
-    if (!runGroup(g)) return "emu: deadlock: threads of a threadgroup disagree on barriers or simd collectives";
+const char* const kDeadlock = "emu: deadlock: threads of a threadgroup disagree on barriers or simd collectives";
+
+// runLaunches runs the threadgroups of every launch of ls interleaved in a fresh pseudo-random
+// order, as a GPU promises no order: neither among the threadgroups of one dispatch, so a
+// kernel in which one threadgroup reads what another writes gets wrong results here too, nor
+// among the dispatches between two memory barriers of a concurrent encoder, so a barrier that
+// is missing between a dispatch and one that reads its output does too.
+const char* runLaunches(const std::vector<Launch>& ls, msl::rt::Group& g) {
+  std::vector<std::pair<uint32_t, uint32_t>>& work = g.work;
+  work.clear();
+  for (uint32_t k = 0; k < ls.size(); k++) {
+    uint32_t n = ls[k].ng.x * ls[k].ng.y * ls[k].ng.z;
+    for (uint32_t lin = 0; lin < n; lin++) work.emplace_back(k, lin);
   }
+  for (size_t i = work.size(); i > 1; i--) std::swap(work[i - 1], work[g.rng.next() % i]);
+  for (const auto& w : work)
+    if (!runGroupOf(ls[w.first], w.second, g)) return kDeadlock;
   return nullptr;
 }
 
@@ -298,9 +320,17 @@ extern "C" void emu_set_seed(uint64_t s) { msl::rt::seed.store(s, std::memory_or
 extern "C" const char* emu_run(const emu_dispatch* d, int n) {
   msl::rt::Group g;
   g.rng.reseed();
-  for (int i = 0; i < n; i++) {
-    if (d[i].kid >= emu_kernel_count) return "emu: unknown kernel";
-    if (const char* err = runKernel(emu_kernels[d[i].kid], d[i], g)) return err;
+  std::vector<Launch> segment;
+  for (int i = 0; i < n;) {
+    // A segment is a dispatch and those after it up to the next barrier flag.
+    segment.clear();
+    do {
+      if (d[i].kid >= emu_kernel_count) return "emu: unknown kernel";
+      segment.emplace_back();
+      if (const char* err = prepare(emu_kernels[d[i].kid], d[i], segment.back())) return err;
+      i++;
+    } while (i < n && !d[i].barrier);
+    if (const char* err = runLaunches(segment, g)) return err;
   }
   return nullptr;
 }
@@ -308,5 +338,7 @@ extern "C" const char* emu_run(const emu_dispatch* d, int n) {
 const char* emu_run_kernel(msl::Kernel fn, const emu_dispatch& d) {
   msl::rt::Group g;
   g.rng.reseed();
-  return runKernel(fn, d, g);
+  std::vector<Launch> one(1);
+  if (const char* err = prepare(fn, d, one[0])) return err;
+  return runLaunches(one, g);
 }

@@ -2,8 +2,9 @@
 // once and writes the binding tables both executors use, so the Go host code and the emulator
 // cannot disagree on buffer indices or parameter layouts:
 //
-//   - metal/kernels_gen.go: kernel ids and names, the source order, Go mirrors of the parameter
-//     structs, and one typed encode method per kernel that puts each buffer at its [[buffer(n)]].
+//   - metal/kernels_gen.go: kernel ids and names, the source order, which buffers each kernel
+//     writes, Go mirrors of the parameter structs, and one typed encode method per kernel that
+//     puts each buffer at its [[buffer(n)]].
 //   - metal/emu/kernels_gen_linux.cpp: the kernel sources (compiled by g++ through msl.h) and one
 //     trampoline per kernel that unpacks the bound buffers and thread attributes in signature order.
 //
@@ -17,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -30,6 +32,9 @@ type kernel struct {
 	params  string  // struct type of the constant params block, bound after the buffers
 	attrs   []param // thread attributes in signature order
 	all     []param // every parameter in signature order
+	// writes has bit i set when buffer i is a device pointer to non-const data, which the
+	// kernel may write; through a pointer to const it can only read.
+	writes uint32
 }
 
 type param struct {
@@ -149,6 +154,9 @@ func parseKernels(text string, structs map[string]kernelsrc.Struct, defs map[str
 					}
 					k.params = st
 				} else if strings.HasPrefix(p.typ, "device ") && strings.HasSuffix(p.typ, "*") {
+					if !slices.Contains(strings.Fields(strings.TrimSuffix(p.typ, "*")), "const") {
+						k.writes |= 1 << p.index
+					}
 					k.buffers = append(k.buffers, p)
 				} else {
 					return nil, fmt.Errorf("kernel %s: buffer %s has type %q, want a device pointer or constant struct reference", k.name, p.name, p.typ)
@@ -271,6 +279,12 @@ func genGo(srcs []kernelsrc.Source, ks []kernel, structs map[string]kernelsrc.St
 	p("// kernelNames are the kernel function names, by kernel id.\nvar kernelNames = [...]string{")
 	for _, k := range ks {
 		p("%q, ", k.name)
+	}
+	p("}\n\n")
+	p("// kernelWrites has, by kernel id, bit i set when the kernel may write its buffer(i) (a\n")
+	p("// device pointer to non-const data); the others it only reads.\nvar kernelWrites = [...]uint32{")
+	for _, k := range ks {
+		p("%#x, ", k.writes)
 	}
 	p("}\n\n")
 

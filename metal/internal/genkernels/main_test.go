@@ -80,3 +80,23 @@ func TestThreadgroupBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestWrites checks the written-buffer masks: a device pointer to non-const data may be
+// written, one to const data only read, wherever the const stands.
+func TestWrites(t *testing.T) {
+	const src = "struct P { uint n; };\n" +
+		"kernel void f(device const float* a [[buffer(0)]], device float* b [[buffer(1)]], device const uint* c [[buffer(2)]],\n" +
+		"  device half* d [[buffer(3)]], constant P& p [[buffer(4)]]) {}\n" +
+		"kernel void g(device uchar* x [[buffer(0)]], device float const* y [[buffer(1)]], constant P& p [[buffer(2)]]) {}\n"
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "common.metal"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	goSrc, _, err := generate(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "var kernelWrites = [...]uint32{0xa, 0x1}"; !strings.Contains(string(goSrc), want) {
+		t.Errorf("generated Go lacks %q:\n%s", want, goSrc)
+	}
+}

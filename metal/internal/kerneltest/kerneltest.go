@@ -30,8 +30,9 @@ type Open func(t *testing.T) metal.Device
 // Run runs every kernel comparison on devices from open.
 func Run(t *testing.T, open Open) {
 	t.Run("MatVecAndMatMul", func(t *testing.T) { testMatVecAndMatMul(t, open) })
-	t.Run("GateUpSiLU", func(t *testing.T) { testGateUpSiLU(t, open) })
-	t.Run("Residual", func(t *testing.T) { testResidual(t, open) })
+	t.Run("MatMuls", func(t *testing.T) { testMatMuls(t, open) })
+	t.Run("GLU", func(t *testing.T) { testGLU(t, open) })
+	t.Run("MatMulAdd", func(t *testing.T) { testMatMulAdd(t, open) })
 	t.Run("Embed", func(t *testing.T) { testEmbed(t, open) })
 	t.Run("RMSNorm", func(t *testing.T) { testRMSNorm(t, open) })
 	t.Run("Elementwise", func(t *testing.T) { testElementwise(t, open) })
@@ -39,7 +40,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("Attention", func(t *testing.T) { testAttention(t, open) })
 	t.Run("Recurrent", func(t *testing.T) { testRecurrent(t, open) })
 	t.Run("NormOffset", func(t *testing.T) { testNormOffset(t, open) })
-	t.Run("GELUAndScale", func(t *testing.T) { testGELUAndScale(t, open) })
+	t.Run("Scale", func(t *testing.T) { testScale(t, open) })
 	t.Run("PartialRope", func(t *testing.T) { testPartialRope(t, open) })
 	t.Run("WindowedAttention", func(t *testing.T) { testWindowedAttention(t, open) })
 }
@@ -300,9 +301,34 @@ func testMatVecAndMatMul(t *testing.T, open Open) {
 	}
 }
 
-// testGateUpSiLU issues an MLP's gate and up mat-vecs followed by SiLUMul, the sequence the
-// backend merges into one matvec_silu dispatch, into the gate buffer and into a separate one.
-func testGateUpSiLU(t *testing.T, open Open) {
+// testMatMuls runs the shared-input matmuls of weights of two formats, with a bias on one, on
+// one row and a block, with a folded norm and without.
+func testMatMuls(t *testing.T, open Open) {
+	p := newPair(t, open)
+	const cols = 96
+	w0 := randomMatrix(p.rng, "w0", tensor.Q4_0, 37, cols, affine{})
+	w1 := randomMatrix(p.rng, "w1", tensor.Affine, 21, cols, affine{4, 32, tensor.F16})
+	w0f, w1f := dequantized(t, w0), dequantized(t, w1)
+	bias := randomPlain(p.rng, "bias", tensor.F16, 1, 21, 12, 15)
+	nw := randomPlain(p.rng, "norm", tensor.BF16, 1, cols, 13, 15)
+	p.prepare(w0, w1, w0f, w1f, bias, nw)
+	for _, rows := range []int{1, 3} {
+		for _, n := range []backend.Norm{{}, {W: nw, Eps: 1e-5, Offset: 1}} {
+			x := p.random(rows, cols)
+			y0, y1 := p.zeros(rows*37), p.zeros(rows*21)
+			biases := []*tensor.Tensor{nil, bias}
+			p.ref.MatMuls([]backend.Buffer{y0.ref, y1.ref}, x.ref, n, []*tensor.Tensor{w0f, w1f}, biases, rows)
+			p.gpu.MatMuls([]backend.Buffer{y0.gpu, y1.gpu}, x.gpu, n, []*tensor.Tensor{w0, w1}, biases, rows)
+			name := fmt.Sprintf("rows %d norm %v", rows, n.W != nil)
+			p.check(name+" first", y0, rows*37, tol32)
+			p.check(name+" second", y1, rows*21, tol32)
+		}
+	}
+}
+
+// testGLU runs the gated unit on one row (one matvec_silu pass for SiLU) and on a block
+// (matmuls and the activation), with a folded norm and without.
+func testGLU(t *testing.T, open Open) {
 	for _, f := range formats {
 		t.Run(f.name, func(t *testing.T) {
 			p := newPair(t, open)
@@ -310,52 +336,42 @@ func testGateUpSiLU(t *testing.T, open Open) {
 			wg := randomMatrix(p.rng, "gate", f.dt, ffn, f.cols, f.aff)
 			wu := randomMatrix(p.rng, "up", f.dt, ffn, f.cols, f.aff)
 			wgf, wuf := dequantized(t, wg), dequantized(t, wu)
-			p.prepare(wg, wu, wgf, wuf)
-			x := p.random(1, f.cols)
-			for _, inPlace := range []bool{true, false} {
-				g, u, y := p.zeros(ffn), p.zeros(ffn), p.zeros(ffn)
-				if inPlace {
-					y = g
+			nw := randomPlain(p.rng, "norm", tensor.F32, 1, f.cols, 13, 15)
+			p.prepare(wg, wu, wgf, wuf, nw)
+			for _, c := range []struct {
+				rows int
+				act  backend.Activation
+				norm bool
+			}{{1, backend.SiLU, false}, {1, backend.SiLU, true}, {3, backend.GELUTanh, true}} {
+				var n backend.Norm
+				if c.norm {
+					n = backend.Norm{W: nw, Eps: 1e-5}
 				}
-				p.ref.MatMul(g.ref, x.ref, wgf, nil, 1)
-				p.ref.MatMul(u.ref, x.ref, wuf, nil, 1)
-				p.ref.SiLUMul(y.ref, g.ref, u.ref, ffn)
-				p.gpu.MatMul(g.gpu, x.gpu, wg, nil, 1)
-				p.gpu.MatMul(u.gpu, x.gpu, wu, nil, 1)
-				p.gpu.SiLUMul(y.gpu, g.gpu, u.gpu, ffn)
-				name := fmt.Sprintf("in place %v", inPlace)
-				p.check(name+" silu", y, ffn, tol32)
-				p.check(name+" up", u, ffn, tol32)
-				if !inPlace {
-					p.check(name+" gate", g, ffn, tol32)
-				}
+				x := p.random(c.rows, f.cols)
+				y := p.zeros(c.rows * ffn)
+				p.ref.GLU(y.ref, x.ref, n, wgf, wuf, c.act, c.rows)
+				p.gpu.GLU(y.gpu, x.gpu, n, wg, wu, c.act, c.rows)
+				p.check(fmt.Sprintf("rows %d act %d norm %v", c.rows, c.act, c.norm), y, c.rows*ffn, tol32)
 			}
 		})
 	}
 }
 
-// testResidual issues a mat-vec followed by the residual add of its output, which the backend
-// folds into the mat-vec, and the same into the mat-vec's own input, which it must not fold.
-func testResidual(t *testing.T, open Open) {
+// testMatMulAdd runs the matmul plus residual on one row (the mat-vec adding its output) and on
+// a block.
+func testMatMulAdd(t *testing.T, open Open) {
 	for _, f := range formats {
 		t.Run(f.name, func(t *testing.T) {
 			p := newPair(t, open)
 			w := randomMatrix(p.rng, "w", f.dt, f.cols, f.cols, f.aff)
 			wf := dequantized(t, w)
 			p.prepare(w, wf)
-			x, res := p.random(1, f.cols), p.random(1, f.cols)
-			y := p.zeros(f.cols)
-			p.ref.MatMul(y.ref, x.ref, wf, nil, 1)
-			p.ref.Add(res.ref, y.ref, f.cols)
-			p.gpu.MatMul(y.gpu, x.gpu, w, nil, 1)
-			p.gpu.Add(res.gpu, y.gpu, f.cols)
-			p.check("fused out", y, f.cols, tol32)
-			p.check("fused residual", res, f.cols, tol32)
-			p.ref.MatMul(y.ref, x.ref, wf, nil, 1)
-			p.ref.Add(x.ref, y.ref, f.cols)
-			p.gpu.MatMul(y.gpu, x.gpu, w, nil, 1)
-			p.gpu.Add(x.gpu, y.gpu, f.cols)
-			p.check("into input", x, f.cols, tol32)
+			for _, rows := range []int{1, 3} {
+				x, res := p.random(rows, f.cols), p.random(rows, f.cols)
+				p.ref.MatMulAdd(res.ref, x.ref, wf, rows)
+				p.gpu.MatMulAdd(res.gpu, x.gpu, w, rows)
+				p.check(fmt.Sprintf("rows %d", rows), res, rows*f.cols, tol32)
+			}
 		})
 	}
 }
@@ -397,11 +413,7 @@ func testRMSNorm(t *testing.T, open Open) {
 func testElementwise(t *testing.T, open Open) {
 	p := newPair(t, open)
 	const n = 1000
-	g, u := p.random(1, n), p.random(1, n)
-	y := p.zeros(n)
-	p.ref.SiLUMul(y.ref, g.ref, u.ref, n)
-	p.gpu.SiLUMul(y.gpu, g.gpu, u.gpu, n)
-	p.check("silu_mul", y, n, tol32)
+	g, y := p.random(1, n), p.random(1, n)
 	p.ref.Add(y.ref, g.ref, n-3)
 	p.gpu.Add(y.gpu, g.gpu, n-3)
 	p.check("add", y, n, tol32)
@@ -416,19 +428,35 @@ func newRope(rng *rand.Rand, headDim int, style backend.RopeStyle) *backend.Rope
 	return r
 }
 
+// testRotation compares RoPE on both backends through StoreKV and Attention, on float32
+// caches: keys of positions [0, pos) unrotated, then rows at pos.. rotated by r, attended by
+// queries rotated by r within a window of 3, so every output depends on both rotations.
+func testRotation(p *pair, name string, r *backend.Rope, heads, pos, rows int) {
+	p.t.Helper()
+	s := backend.AttnShape{Layers: 1, Heads: heads, KVHeads: heads, HeadDim: r.HeadDim, Context: pos + rows}
+	kr, kg := p.ref.NewKVCache(s), p.gpu.NewKVCache(s)
+	w := heads * r.HeadDim
+	k, v := p.random(pos, w), p.random(pos, w)
+	p.ref.StoreKV(kr, 0, 0, pos, k.ref, v.ref, nil)
+	p.gpu.StoreKV(kg, 0, 0, pos, k.gpu, v.gpu, nil)
+	q, k, v := p.random(rows, w), p.random(rows, w), p.random(rows, w)
+	p.ref.StoreKV(kr, 0, pos, rows, k.ref, v.ref, r)
+	p.gpu.StoreKV(kg, 0, pos, rows, k.gpu, v.gpu, r)
+	o := p.zeros(rows * w)
+	p.ref.Attention(o.ref, q.ref, kr, 0, pos, rows, 3, r)
+	p.gpu.Attention(o.gpu, q.gpu, kg, 0, pos, rows, 3, r)
+	p.check(name, o, rows*w, tol32)
+}
+
 func testRope(t *testing.T, open Open) {
 	for _, style := range []backend.RopeStyle{backend.RopeHalf, backend.RopeInterleaved} {
-		p := newPair(t, open)
-		r := newRope(p.rng, 40, style)
-		x := p.random(5, 3*40)
-		p.ref.Rope(x.ref, 5, 3, 1000, r)
-		p.gpu.Rope(x.gpu, 5, 3, 1000, r)
-		p.check(fmt.Sprintf("style %d", style), x, 5*3*40, tol32)
+		p := newPair(t, open, metal.Float32KV())
+		testRotation(p, fmt.Sprintf("style %d", style), newRope(p.rng, 40, style), 3, 1000, 5)
 	}
 }
 
 // testAttention runs a prefill block, a decode step and a second block against the cache, with
-// RoPE on q and k before each (the fused rotate-and-store path) and once without it.
+// RoPE of k in the cache write and of q in attention, and once without it.
 func testAttention(t *testing.T, open Open) {
 	for _, c := range []struct {
 		s     backend.AttnShape
@@ -454,18 +482,17 @@ func testAttention(t *testing.T, open Open) {
 			for step, rows := range c.steps {
 				for layer := 0; layer < s.Layers; layer++ {
 					q, k, v := p.random(rows, qw), p.random(rows, kvw), p.random(rows, kvw)
-					if step != len(c.steps)-1 {
-						p.ref.Rope(q.ref, rows, s.Heads, pos, r)
-						p.gpu.Rope(q.gpu, rows, s.Heads, pos, r)
-						p.ref.Rope(k.ref, rows, s.KVHeads, pos, r)
-						p.gpu.Rope(k.gpu, rows, s.KVHeads, pos, r)
+					rope := r
+					if step == len(c.steps)-1 {
+						rope = nil
 					}
 					o := p.zeros(rows * qw)
-					p.ref.Attention(o.ref, q.ref, k.ref, v.ref, kr, layer, pos, rows, 0)
-					p.gpu.Attention(o.gpu, q.gpu, k.gpu, v.gpu, kg, layer, pos, rows, 0)
+					p.ref.StoreKV(kr, layer, pos, rows, k.ref, v.ref, rope)
+					p.gpu.StoreKV(kg, layer, pos, rows, k.gpu, v.gpu, rope)
+					p.ref.Attention(o.ref, q.ref, kr, layer, pos, rows, 0, rope)
+					p.gpu.Attention(o.gpu, q.gpu, kg, layer, pos, rows, 0, rope)
 					name := fmt.Sprintf("%+v style %d (%d-byte cache) step %d layer %d", s, style, p.gpu.(*metal.Backend).KVBytesPerElement(), step, layer)
 					p.check(name+" out", o, rows*qw, tol32)
-					p.check(name+" k after", k, rows*kvw, tol32)
 				}
 				pos += rows
 			}
