@@ -59,8 +59,8 @@ func sameLayout(a, b mslWeight) bool {
 
 // encMatVecs records the decode mat-vec of the weights ws (1 to maxMatVecs, of one format and
 // width, see sameLayout) over the row x into outs, adding bias[i] where it is not nil, with
-// norm folded in and, when addTo, out[0] also added to residual. No out may share a buffer with
-// x or residual: other threadgroups still read them.
+// norm folded in and, when addTo, out[0] also added to residual. No out may overlap x or
+// residual: other threadgroups still read them.
 func (pl *plan) encMatVecs(ws, bias []*weight, x Arg, outs []Arg, norm foldedNorm, residual Arg, addTo bool) {
 	var w, s, bb, bs [maxMatVecs]Arg
 	var o [maxMatVecs]Arg
@@ -97,7 +97,7 @@ func (pl *plan) encMatVecs(ws, bias []*weight, x Arg, outs []Arg, norm foldedNor
 }
 
 // encGLU records out = act(norm(x)·gateᵀ) ⊙ (norm(x)·upᵀ) for one row x (gate and up of one
-// format and shape); out must not share a buffer with x.
+// format and shape); out must not overlap x.
 func (pl *plan) encGLU(gate, up *weight, x Arg, norm foldedNorm, act uint32, out Arg) {
 	p := mslGLUParams{gate: gate.desc, up: up.desc, act: act}
 	var nw Arg
@@ -121,6 +121,25 @@ func attnSplits(positions, above, length int) int {
 		return 1
 	}
 	return max(2, min((positions+length-1)/length, mslAttSplitMax))
+}
+
+// AttentionSplit makes decode attention split a head's positions over threadgroups when a
+// query sees more than above (≥ 1) of them, one threadgroup per length (≥ 1) positions,
+// instead of past 1024 positions, one per 512. For tests, which force the split on short
+// contexts; other values keep the defaults.
+func AttentionSplit(above, length int) Option {
+	return func(b *Backend) {
+		if above >= 1 && length >= 1 {
+			b.attnSplit = [2]int{above, length}
+		}
+	}
+}
+
+func (b *Backend) attnSplits(positions int) int {
+	if b.attnSplit[0] > 0 {
+		return attnSplits(positions, b.attnSplit[0], b.attnSplit[1])
+	}
+	return attnSplits(positions, mslAttSplitMin, mslAttSplitLen)
 }
 
 // attnDecodeKernel picks the attention_decode entry point for a head size.

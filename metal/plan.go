@@ -162,23 +162,6 @@ func (c *Counter) count(d *Dispatch) {
 	const f = 4 // float32 activations
 	k := &c.counts
 	switch d.Kernel {
-	case kMatvecF32, kMatvecF16, kMatvecBf16, kMatvecAffine4, kMatvecAffine8, kMatvecQ80, kMatvecQ40,
-		kMatvecQ50, kMatvecQ4K, kMatvecQ5K, kMatvecQ6K:
-		p := params[mslMatVecParams](d)
-		rows, cols, batch := int64(p.w.rows), int64(p.w.cols), int64(d.Groups[1])
-		k.WeightBytes += p.w.bytes()
-		if p.hasBias != 0 {
-			k.WeightBytes += rows * dtBytes(p.biasDT)
-		}
-		k.ActivationBytes += batch * f * (cols + rows)
-		if p.addTo != 0 {
-			k.ActivationBytes += batch * f * 2 * rows
-		}
-	case kMatvecSiluF32, kMatvecSiluF16, kMatvecSiluBf16, kMatvecSiluAffine4, kMatvecSiluAffine8, kMatvecSiluQ80,
-		kMatvecSiluQ40, kMatvecSiluQ50, kMatvecSiluQ4K, kMatvecSiluQ5K, kMatvecSiluQ6K:
-		p := params[mslMatVecPairParams](d)
-		k.WeightBytes += p.gate.bytes() + p.up.bytes()
-		k.ActivationBytes += f * (int64(p.gate.cols) + 3*int64(p.gate.rows))
 	case kMatvecsF32, kMatvecsF16, kMatvecsBf16, kMatvecsAffine4, kMatvecsAffine8, kMatvecsQ80, kMatvecsQ40,
 		kMatvecsQ50, kMatvecsQ4K, kMatvecsQ5K, kMatvecsQ6K:
 		p := params[mslMatVecsParams](d)
@@ -218,15 +201,12 @@ func (c *Counter) count(d *Dispatch) {
 		p := params[mslRMSNormParams](d)
 		k.WeightBytes += int64(p.n) * dtBytes(p.wDT)
 		k.ActivationBytes += 2 * f * int64(d.Groups[0]) * int64(p.n)
-	case kRope:
-		p := params[mslRopeParams](d)
-		k.ActivationBytes += 2 * f * int64(p.rows) * int64(p.heads) * 2 * int64(p.pairs)
 	case kKvStore:
 		p := params[mslKVStoreParams](d)
 		n := int64(p.rope.rows) * int64(p.rope.heads) * int64(p.rope.headDim)
 		k.ActivationBytes += 2 * f * n
 		k.KVBytes += 2 * kvBytes(p.kvHalf) * n
-	case kAttention, kAttentionBlock:
+	case kAttentionBlock, kAttentionDecode, kAttentionDecode64, kAttentionDecode128, kAttentionDecode256:
 		p := params[mslAttnParams](d)
 		// Query row r attends positions (last-window, last] with last = step[0]+r; together the
 		// rows read the keys and values from the first row's first position to the last row's.
@@ -237,16 +217,7 @@ func (c *Counter) count(d *Dispatch) {
 		}
 		k.KVBytes += 2 * kvBytes(p.kvHalf) * (last - first + 1) * int64(p.kvHeads) * int64(p.headDim)
 		k.ActivationBytes += 2 * f * int64(p.rows) * int64(p.heads) * int64(p.headDim)
-	case kAttentionDecode, kAttentionDecode64, kAttentionDecode128, kAttentionDecode256:
-		p := params[mslAttnParams](d)
-		last := int64(c.word(d.Args[4]))
-		first := int64(0)
-		if p.window > 0 {
-			first = max(0, last-int64(p.window)+1)
-		}
-		k.KVBytes += 2 * kvBytes(p.kvHalf) * (last - first + 1) * int64(p.kvHeads) * int64(p.headDim)
-		k.ActivationBytes += 2 * f * int64(p.heads) * int64(p.headDim)
-		if p.splits > 1 {
+		if d.Kernel != kAttentionBlock && p.splits > 1 {
 			k.ActivationBytes += f * int64(p.heads) * int64(p.splits) * int64(p.headDim+2)
 		}
 	case kAttentionReduce:
