@@ -251,7 +251,10 @@ func (m *Model) kvShape(ctx int) backend.AttnShape {
 
 // forward runs ids (at most maxRows) at positions pos.. of cache through the model. The logits of
 // the last row go to logits (len Vocab) or, when all is non-nil, every row's logits are computed
-// into all (rows*Vocab on the backend) and nothing is read back. The caller holds m.mu.
+// into all (rows*Vocab on the backend) and nothing is read back. With neither, the last row's
+// logits are left recorded in m.act.logits for a device pick (backend.Sampler), and nil ids
+// stand for the one token the device picked at the end of the step before. The caller holds
+// m.mu.
 func (m *Model) forward(cache backend.KVCache, ids []int32, pos int, logits []float32, all backend.Buffer) error {
 	if m.closed {
 		return errClosed
@@ -266,7 +269,16 @@ func (m *Model) forward(cache backend.KVCache, ids []int32, pos int, logits []fl
 		return err
 	}
 
-	be.Embed(a.x, m.embed, ids)
+	if ids == nil {
+		ds, ok := be.(backend.Sampler)
+		if !ok {
+			return fmt.Errorf("engine: backend %s cannot embed a token it picked", be.Name())
+		}
+		n = 1
+		ds.EmbedPicked(a.x, m.embed)
+	} else {
+		be.Embed(a.x, m.embed, ids)
+	}
 	if c.EmbedScale != 0 {
 		be.Scale(a.x, n*dim, c.EmbedScale)
 	}
@@ -296,6 +308,9 @@ func (m *Model) forward(cache backend.KVCache, ids []int32, pos int, logits []fl
 	}
 	a.out[0] = a.logits
 	be.MatMuls(a.out[:], last, m.normOf(m.norm), m.heads[:], nil, 1)
+	if logits == nil {
+		return nil
+	}
 	return be.Read(logits, a.logits)
 }
 

@@ -118,6 +118,19 @@ func (s *sampler) nextStamp() uint32 {
 // pick chooses the next token from raw logits, which it leaves unchanged. recent holds the
 // tokens the repetition penalty applies to; only restricts the choice when non-empty.
 func (s *sampler) pick(logits []float32, p *Sampling, recent, only []int32) int32 {
+	return s.pickWith(logits, p, recent, only, s.uniform(p))
+}
+
+// uniform draws the one value in [0, 1) a pick at p's temperature uses; greedy picks draw none.
+func (s *sampler) uniform(p *Sampling) float64 {
+	if p.Temperature == 0 {
+		return 0
+	}
+	return s.rng.float64()
+}
+
+// pickWith is pick with the uniform value u drawn beforehand (uniform).
+func (s *sampler) pickWith(logits []float32, p *Sampling, recent, only []int32, u float64) int32 {
 	c := s.candidates(logits, p, recent, only)
 	if p.Temperature == 0 {
 		best := c[0]
@@ -128,12 +141,16 @@ func (s *sampler) pick(logits []float32, p *Sampling, recent, only []int32) int3
 		}
 		return best.id
 	}
-	c = s.filter(c, p)
+	return draw(s.filter(c, p), u)
+}
+
+// draw walks the candidates' probabilities in their order until u times their total is used up.
+func draw(c []cand, u float64) int32 {
 	var total float64
 	for _, x := range c {
 		total += float64(x.v)
 	}
-	u := s.rng.float64() * total
+	u *= total
 	for _, x := range c {
 		u -= float64(x.v)
 		if u < 0 {

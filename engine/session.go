@@ -28,7 +28,12 @@ type Session struct {
 	logits []float32 // the logits after the last forward pass
 	smp    *sampler
 	one    [1]int32 // the single-token input of a decode step, kept here so it is not allocated
-	closed bool
+	// dev and the candidates of its picks are a Generate's device path (devicepick.go), kept
+	// here so they are not allocated.
+	dev        devicePicks
+	pickIDs    [maxDeviceTop]int32
+	pickLogits [maxDeviceTop]float32
+	closed     bool
 }
 
 // NewSession returns a session with an empty cache of Info().Context positions. Many sessions
@@ -204,23 +209,33 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, p Sampling, emit
 		window = defaultRepeatWindow
 	}
 	held := "" // text that may be the start of a stop string
+	dev := s.newDevicePicks(&p)
+	if dev != nil {
+		defer dev.close()
+	}
 	for i := 0; ; i++ {
 		if err := ctx.Err(); err != nil {
 			res.Stop = "canceled"
 			return res, err
 		}
-		var only []int32
-		if i == 0 {
-			only = p.FirstTokens
+		top := tops[i*p.Logprobs : (i+1)*p.Logprobs : (i+1)*p.Logprobs]
+		var tok Token
+		switch {
+		case dev != nil && i > 0:
+			if tok, err = dev.next(i, i+1 < steps, top); err != nil {
+				return res, err
+			}
+		case dev != nil:
+			tok = s.hostToken(&p, s.smp.pickWith(s.logits, &p, nil, p.FirstTokens, dev.uniform(0)), top)
+		default:
+			var only []int32
+			if i == 0 {
+				only = p.FirstTokens
+			}
+			recent := s.tokens[max(0, len(s.tokens)-window):]
+			tok = s.hostToken(&p, s.smp.pick(s.logits, &p, recent, only), top)
 		}
-		recent := s.tokens[max(0, len(s.tokens)-window):]
-		id := s.smp.pick(s.logits, &p, recent, only)
-		lse := logSumExp(s.logits)
-		tok := Token{ID: id, Logprob: float32(float64(s.logits[id]) - lse)}
-		if p.Logprobs > 0 {
-			tok.Top = tops[i*p.Logprobs : (i+1)*p.Logprobs : (i+1)*p.Logprobs]
-			topLogprobs(tok.Top, s.logits, lse)
-		}
+		id := tok.ID
 
 		eos := !p.IgnoreEOS && m.eos[id]
 		stopToken := slices.Contains(p.StopTokens, id)
@@ -263,11 +278,28 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, p Sampling, emit
 			res.Stop = stop
 			return res, nil
 		}
-		s.one[0] = id
-		if err := s.step(s.one[:]); err != nil {
+		if dev != nil {
+			err = dev.advance(id, i+1)
+		} else {
+			s.one[0] = id
+			err = s.step(s.one[:])
+		}
+		if err != nil {
 			return res, err
 		}
 	}
+}
+
+// hostToken is the token id picked on the host from s.logits, with its log-probability and the
+// len(top) most likely tokens in top.
+func (s *Session) hostToken(p *Sampling, id int32, top []TokenLogprob) Token {
+	lse := logSumExp(s.logits)
+	tok := Token{ID: id, Logprob: float32(float64(s.logits[id]) - lse)}
+	if p.Logprobs > 0 {
+		tok.Top = top
+		topLogprobs(tok.Top, s.logits, lse)
+	}
+	return tok
 }
 
 // textStream turns generated ids into the text they add to the prompt's.
@@ -312,10 +344,14 @@ func (t *textStream) next(id int32) string {
 // step runs ids at the end of the cache and keeps the last row's logits. A failed pass leaves
 // the cache in an unknown state, so the session starts over.
 func (s *Session) step(ids []int32) error {
-	m := s.m
-	m.mu.Lock()
-	err := m.forward(s.cache, ids, len(s.tokens), s.logits, nil)
-	m.mu.Unlock()
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	return s.stepLocked(ids)
+}
+
+// stepLocked is step for a caller holding the model's lock.
+func (s *Session) stepLocked(ids []int32) error {
+	err := s.m.forward(s.cache, ids, len(s.tokens), s.logits, nil)
 	if err != nil {
 		s.reset()
 		return fmt.Errorf("engine: forward pass: %w", err)

@@ -24,9 +24,16 @@ type Backend struct {
 	pl      plan
 	weights map[*tensor.Tensor]*weight
 	ropes   map[*backend.Rope]Arg
-	// upload holds per-step host data (token ids) until the plan runs.
-	upload              Buf
+	// up are two upload areas for per-step host data (token ids, positions, a pick's uniform
+	// value): a step writes up[cur] while the step before, in flight, may still read the other.
+	// cur flips with every submission; planCur is the parity the kept plan binds (replay.go).
+	up                  [2]Buf
+	cur, planCur        int
 	uploadSize, uploadN int
+	// seq counts submissions; done is the last one known finished; used[i] is the last
+	// submission that read up[i].
+	seq, done uint64
+	used      [2]uint64
 	// log holds the calls of the plan in pl.ds (see replay.go); while replaying, cursor is the
 	// next call a matching step must make.
 	log       []call
@@ -36,14 +43,13 @@ type Backend struct {
 	// makes it unfit for replay.
 	midStep bool
 	ids     []int32 // of the Embed call being made
+	u       float32 // of the Pick call being made
 	word    [4]byte
 	caches  uint64
 	sel     selector
 	// scratch holds what an operation computes on the way to its output (scratch.go).
 	scratch [numScratch]scratchBuf
 	err     error
-	// inflight is set while submitted work has not been waited for.
-	inflight bool
 	// dropped are buffers of unreachable KV caches, freed after the next wait so no submitted
 	// dispatch can still use them.
 	droppedMu sync.Mutex
@@ -95,16 +101,20 @@ func Float32KV() Option { return func(b *Backend) { b.kvF32 = true } }
 // New returns a backend running on dev; it owns dev and closes it in Close. Its KV caches hold
 // half values unless Float32KV is given.
 func New(dev Device, opts ...Option) (*Backend, error) {
-	up, err := dev.NewBuffer(initialUpload)
-	if err != nil {
-		return nil, fmt.Errorf("metal: %s: upload buffer: %w", dev.Name(), err)
+	var up [2]Buf
+	for i := range up {
+		var err error
+		if up[i], err = dev.NewBuffer(initialUpload); err != nil {
+			return nil, fmt.Errorf("metal: %s: upload buffer: %w", dev.Name(), err)
+		}
 	}
 	b := &Backend{
 		dev:        dev,
 		weights:    map[*tensor.Tensor]*weight{},
 		ropes:      map[*backend.Rope]Arg{},
-		upload:     up,
+		up:         up,
 		uploadSize: initialUpload,
+		sel:        selector{lastPick: -1},
 	}
 	for _, o := range opts {
 		o(b)
@@ -351,9 +361,9 @@ func (b *Backend) recordEmbed(c *call, write bool) {
 		o.w.data, o.w.scales, o.w.biases, c.slot, o.args[0], &p)
 }
 
-// reserve takes n bytes of the upload area for the current step. When the area is full it runs
-// what is recorded so far, so those uploads may be overwritten, and grows the area if it is
-// still too small.
+// reserve takes n bytes of the current upload area for the current step. When the area is
+// full it runs what is recorded so far, so those uploads may be overwritten, and grows the
+// areas if they are still too small.
 func (b *Backend) reserve(n int) (Arg, bool) {
 	n = (n + 15) &^ 15
 	if b.uploadN+n > b.uploadSize {
@@ -362,18 +372,37 @@ func (b *Backend) reserve(n int) (Arg, bool) {
 			return Arg{}, false
 		}
 		if n > b.uploadSize {
-			up, err := b.dev.NewBuffer(2 * n)
-			if err != nil {
-				b.fail(fmt.Errorf("metal: upload buffer: %w", err))
-				return Arg{}, false
+			for i := range b.up {
+				up, err := b.dev.NewBuffer(2 * n)
+				if err != nil {
+					b.fail(fmt.Errorf("metal: upload buffer: %w", err))
+					return Arg{}, false
+				}
+				b.dev.Free(b.up[i])
+				b.up[i] = up
 			}
-			b.dev.Free(b.upload)
-			b.upload, b.uploadSize = up, 2*n
+			b.uploadSize = 2 * n
 		}
 	}
-	a := Arg{b.upload, uint64(b.uploadN)}
+	up, ok := b.uploadArea()
+	if !ok {
+		return Arg{}, false
+	}
+	a := Arg{up, uint64(b.uploadN)}
 	b.uploadN += n
 	return a, true
+}
+
+// uploadArea returns the upload area the current step writes, after waiting for the
+// submission that last read it when that may still run.
+func (b *Backend) uploadArea() (Buf, bool) {
+	if b.used[b.cur] > b.done {
+		if err := b.waitFor(b.used[b.cur]); err != nil {
+			b.fail(err)
+			return 0, false
+		}
+	}
+	return b.up[b.cur], true
 }
 
 // RMSNorm records a normalization of rows of x into dst (which may be x).
@@ -804,9 +833,10 @@ func (b *Backend) recordAdd(c *call) {
 }
 
 // Read submits the recorded step, waits for it and everything committed before, and copies
-// the first len(dst) values of src.
+// the first len(dst) values of src. Picks not yet reported are dropped.
 func (b *Backend) Read(dst []float32, src backend.Buffer) error {
 	a, ok := b.buf("read", src, len(dst))
+	b.sel.npend = 0
 	if err := b.flush(true); err != nil || !ok {
 		return err
 	}
@@ -817,15 +847,17 @@ func (b *Backend) Read(dst []float32, src backend.Buffer) error {
 }
 
 // Sync submits the recorded step, waits for it and everything committed before, and reports
-// the first error since the last Sync.
-func (b *Backend) Sync() error { return b.flush(true) }
+// the first error since the last Sync. Picks not yet reported are dropped.
+func (b *Backend) Sync() error {
+	b.sel.npend = 0
+	return b.flush(true)
+}
 
 // Commit submits the recorded step without waiting for it, so the device works while the host
 // goes on; the next Read or Sync waits for it. It reports the errors of the recorded operations
 // and those the device sees at submission; errors while the step runs come with that Read or
-// Sync. Until then the host must not write what the committed step still reads; in
-// particular the next step's calls write their token ids and positions into the same upload
-// area, so today only a Read or Sync may follow a Commit before the next step's calls.
+// Sync. The next step's calls write their per-step values into the other of two upload areas
+// (replay.go), so one step can be recorded and committed while the one before runs.
 func (b *Backend) Commit() error { return b.submit(true) }
 
 // Close releases the device and everything allocated on it.

@@ -8,6 +8,7 @@ package metal
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 )
 
@@ -70,6 +71,10 @@ type Device interface {
 	// Wait blocks until everything submitted has finished and returns the first error since
 	// the last Wait.
 	Wait() error
+	// WaitPrevious blocks until everything submitted before the last Submit has finished, while
+	// the last plan may still run (the next step, queued behind the one the host waits for),
+	// and returns the first error since the last wait.
+	WaitPrevious() error
 	// Close releases the device and every buffer.
 	Close() error
 }
@@ -92,69 +97,112 @@ func (pl *plan) next(k kernelID, groups, threads [3]uint32) *Dispatch {
 func (pl *plan) reset() { pl.ds, pl.final = pl.ds[:0], false }
 
 // barriers sets each dispatch's Barrier flag: a dispatch needs a barrier only where it reads
-// or writes a buffer that a dispatch since the last barrier wrote, or writes one that such a
-// dispatch read (kernelWrites says which bindings a kernel writes). Buffers are compared by
-// handle, whole: two views of one buffer conflict even where their ranges do not overlap. The
-// first dispatch has none; the device orders it after the plans submitted before. A replayed
-// plan keeps its flags.
+// or writes a buffer range that a dispatch since the last barrier wrote, or writes one that
+// such a dispatch read (kernelWrites says which bindings a kernel writes). A binding covers the
+// bytes bindingBytes knows from the kernel's parameters, else the rest of its buffer. The first
+// dispatch has none; the device orders it after the plans submitted before. A replayed plan
+// keeps its flags.
 func (pl *plan) barriers() {
 	if pl.final {
 		return
 	}
 	pl.final = true
-	var read, written bufSet
+	var read, written rangeSet
 	for i := range pl.ds {
 		d := &pl.ds[i]
 		w := ^uint32(0) // an unknown kernel is taken to write everything (and fails to run)
 		if int(d.Kernel) < len(kernelWrites) {
 			w = kernelWrites[d.Kernel]
 		}
-		args := d.Args[:min(d.NArgs, maxArgs)]
+		n := int(min(d.NArgs, maxArgs))
+		var rs [maxArgs]byteRange
 		d.Barrier = 0
-		if i > 0 && (!read.fits(len(args)) || !written.fits(len(args))) {
+		if i > 0 && (!read.fits(n) || !written.fits(n)) {
 			d.Barrier = 1
 		}
-		for j, a := range args {
-			if written.has(a.Buf) || w>>j&1 != 0 && read.has(a.Buf) {
+		for j := range n {
+			rs[j] = bindingRange(d, j)
+			if written.overlaps(rs[j]) || w>>j&1 != 0 && read.overlaps(rs[j]) {
 				d.Barrier = 1
 			}
 		}
 		if d.Barrier == 1 {
 			read.n, written.n = 0, 0
 		}
-		for j, a := range args {
+		for j, r := range rs[:n] {
 			if w>>j&1 != 0 {
-				written.add(a.Buf)
+				written.add(r)
 			} else {
-				read.add(a.Buf)
+				read.add(r)
 			}
 		}
 	}
 }
 
-// bufSet is a small set of buffers, without allocation; a run of dispatches that would
-// overflow it gets a barrier instead.
-type bufSet struct {
-	n int
-	b [64]Buf
+// byteRange is the bytes [lo, hi) of a buffer that a binding covers.
+type byteRange struct {
+	buf    Buf
+	lo, hi uint64
 }
 
-func (s *bufSet) fits(n int) bool { return s.n+n <= len(s.b) }
+func bindingRange(d *Dispatch, i int) byteRange {
+	a := d.Args[i]
+	r := byteRange{a.Buf, a.Off, math.MaxUint64}
+	if n := bindingBytes(d, i); n > 0 {
+		r.hi = a.Off + n
+	}
+	return r
+}
 
-func (s *bufSet) has(b Buf) bool {
-	for _, x := range s.b[:s.n] {
-		if x == b {
+// bindingBytes is the size of binding i of d where the kernel's parameters tell it: the
+// kernels that views of one buffer are bound to (a prefill's projections into parts of one
+// scratch buffer, elementwise operations on them). The sizes are those the backend checks
+// the buffers against, which the emulator's guard pages hold the kernels to. It is 0, unknown,
+// for the rest.
+func bindingBytes(d *Dispatch, i int) uint64 {
+	switch d.Kernel {
+	case kMatmul:
+		p := params[mslMatMulParams](d)
+		switch i {
+		case 4: // x
+			return 4 * uint64(p.rows) * uint64(p.w.cols)
+		case 5: // out
+			return 4 * uint64(p.rows) * uint64(p.w.rows)
+		}
+	case kSiluMul, kGeluMul, kAddInplace:
+		return 4 * uint64(params[mslEltParams](d).n)
+	case kScaleInplace:
+		return 4 * uint64(params[mslScaleParams](d).n)
+	}
+	return 0
+}
+
+// rangeSet is a small set of buffer ranges, without allocation; a run of dispatches that would
+// overflow it gets a barrier instead.
+type rangeSet struct {
+	n int
+	r [64]byteRange
+}
+
+func (s *rangeSet) fits(n int) bool { return s.n+n <= len(s.r) }
+
+func (s *rangeSet) overlaps(r byteRange) bool {
+	for _, x := range s.r[:s.n] {
+		if x.buf == r.buf && x.lo < r.hi && r.lo < x.hi {
 			return true
 		}
 	}
 	return false
 }
 
-func (s *bufSet) add(b Buf) {
-	if !s.has(b) {
-		s.b[s.n] = b
-		s.n++
+func (s *rangeSet) add(r byteRange) {
+	for _, x := range s.r[:s.n] {
+		if x == r {
+			return
+		}
 	}
+	s.r[s.n] = r
+	s.n++
 }
 
 // String names a kernel for error messages.

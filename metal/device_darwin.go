@@ -164,6 +164,9 @@ func (d *mtlDevice) Submit(plan []Dispatch) error {
 // Wait waits for every command buffer submitted since the last Wait.
 func (d *mtlDevice) Wait() error { return cError(C.mtl_wait(d.stream)) }
 
+// WaitPrevious waits for every command buffer submitted before the last Submit.
+func (d *mtlDevice) WaitPrevious() error { return cError(C.mtl_wait_previous(d.stream)) }
+
 // cError converts and frees an error string from the C side.
 func cError(msg *C.char) error {
 	if msg == nil {

@@ -55,5 +55,7 @@ char* mtl_submit(void* stream, const mtl_dispatch* d, int n);
 // mtl_wait waits for every command buffer the stream committed since the last mtl_wait. It
 // returns NULL or the first one's error, to free().
 char* mtl_wait(void* stream);
+// mtl_wait_previous waits likewise for all but the command buffers of the last mtl_submit.
+char* mtl_wait_previous(void* stream);
 
 #endif

@@ -117,6 +117,8 @@ void mtl_read(uint64_t h, uint64_t off, void* dst, size_t n) {
 // Stream is one device's submission state: the command buffers committed since its last wait.
 @interface LayaStream : NSObject
 @property(nonatomic, strong) NSMutableArray<id<MTLCommandBuffer>>* pending;
+// last is how many of pending the last submission committed.
+@property(nonatomic) NSUInteger last;
 @end
 
 @implementation LayaStream
@@ -177,6 +179,7 @@ static char* encode(id<MTLCommandBuffer> cb, const mtl_dispatch* d, int n) {
 char* mtl_submit(void* stream, const mtl_dispatch* d, int n) {
   @autoreleasepool {
     LayaStream* s = (__bridge LayaStream*)stream;
+    s.last = 0;
     @synchronized(gBuffers) {
       for (int i = 0; i < n; i += kChunk) {
         id<MTLCommandBuffer> cb = [gQueue commandBuffer];
@@ -184,25 +187,40 @@ char* mtl_submit(void* stream, const mtl_dispatch* d, int n) {
         if (err) return err;
         [cb commit];
         [s.pending addObject:cb];
+        s.last++;
       }
     }
     return NULL;
   }
 }
 
+// waitFirst waits for the first n pending command buffers and forgets them.
+static char* waitFirst(LayaStream* s, NSUInteger n) {
+  NSError* first = nil;
+  BOOL failed = NO;
+  for (NSUInteger i = 0; i < n; i++) {
+    id<MTLCommandBuffer> cb = s.pending[i];
+    [cb waitUntilCompleted];
+    if (!failed && cb.status == MTLCommandBufferStatusError) {
+      failed = YES;
+      first = cb.error;
+    }
+  }
+  [s.pending removeObjectsInRange:NSMakeRange(0, n)];
+  if (s.last > s.pending.count) s.last = s.pending.count;
+  return failed ? dupError(@"command buffer", first) : NULL;
+}
+
 char* mtl_wait(void* stream) {
   @autoreleasepool {
     LayaStream* s = (__bridge LayaStream*)stream;
-    NSError* first = nil;
-    BOOL failed = NO;
-    for (id<MTLCommandBuffer> cb in s.pending) {
-      [cb waitUntilCompleted];
-      if (!failed && cb.status == MTLCommandBufferStatusError) {
-        failed = YES;
-        first = cb.error;
-      }
-    }
-    [s.pending removeAllObjects];
-    return failed ? dupError(@"command buffer", first) : NULL;
+    return waitFirst(s, s.pending.count);
+  }
+}
+
+char* mtl_wait_previous(void* stream) {
+  @autoreleasepool {
+    LayaStream* s = (__bridge LayaStream*)stream;
+    return waitFirst(s, s.pending.count - s.last);
   }
 }

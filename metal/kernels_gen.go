@@ -45,6 +45,13 @@ const (
 	mslArgmaxTile      = 4096
 	mslTopkTile        = 1024
 	mslTopkMax         = 64
+	mslPickId          = 0
+	mslPickLse         = 1
+	mslPickFlags       = 2
+	mslPickKeys        = 4
+	mslPickIds         = 68
+	mslPickWords       = 132
+	mslPickUnsure      = 1
 )
 
 // Kernel ids, indices into kernelNames and the emulator's trampoline table.
@@ -93,14 +100,15 @@ const (
 	kKvStore
 	kArgmax
 	kTopk
+	kSamplePick
 )
 
 // kernelNames are the kernel function names, by kernel id.
-var kernelNames = [...]string{"attention_block", "attention_decode", "attention_decode_64", "attention_decode_128", "attention_decode_256", "attention_reduce", "silu_mul", "gelu_mul", "scale_inplace", "add_inplace", "embed", "matmul", "matvecs_f32", "matvecs_f16", "matvecs_bf16", "matvecs_affine4", "matvecs_affine8", "matvecs_q8_0", "matvecs_q4_0", "matvecs_q5_0", "matvecs_q4_k", "matvecs_q5_k", "matvecs_q6_k", "matvec_glu_f32", "matvec_glu_f16", "matvec_glu_bf16", "matvec_glu_affine4", "matvec_glu_affine8", "matvec_glu_q8_0", "matvec_glu_q4_0", "matvec_glu_q5_0", "matvec_glu_q4_k", "matvec_glu_q5_k", "matvec_glu_q6_k", "rmsnorm", "causal_conv", "gated_delta", "gated_rmsnorm", "split_heads", "sigmoid_mul", "copy_buf", "kv_store", "argmax", "topk"}
+var kernelNames = [...]string{"attention_block", "attention_decode", "attention_decode_64", "attention_decode_128", "attention_decode_256", "attention_reduce", "silu_mul", "gelu_mul", "scale_inplace", "add_inplace", "embed", "matmul", "matvecs_f32", "matvecs_f16", "matvecs_bf16", "matvecs_affine4", "matvecs_affine8", "matvecs_q8_0", "matvecs_q4_0", "matvecs_q5_0", "matvecs_q4_k", "matvecs_q5_k", "matvecs_q6_k", "matvec_glu_f32", "matvec_glu_f16", "matvec_glu_bf16", "matvec_glu_affine4", "matvec_glu_affine8", "matvec_glu_q8_0", "matvec_glu_q4_0", "matvec_glu_q5_0", "matvec_glu_q4_k", "matvec_glu_q5_k", "matvec_glu_q6_k", "rmsnorm", "causal_conv", "gated_delta", "gated_rmsnorm", "split_heads", "sigmoid_mul", "copy_buf", "kv_store", "argmax", "topk", "sample_pick"}
 
 // kernelWrites has, by kernel id, bit i set when the kernel may write its buffer(i) (a
 // device pointer to non-const data); the others it only reads.
-var kernelWrites = [...]uint32{0x8, 0x48, 0x48, 0x48, 0x48, 0x2, 0x4, 0x4, 0x1, 0x1, 0x10, 0x20, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x4, 0xc, 0x60, 0x8, 0x6, 0x1, 0x2, 0x19, 0xc, 0xc}
+var kernelWrites = [...]uint32{0x8, 0x48, 0x48, 0x48, 0x48, 0x2, 0x4, 0x4, 0x1, 0x1, 0x10, 0x20, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x4, 0xc, 0x60, 0x8, 0x6, 0x1, 0x2, 0x19, 0x1c, 0xc, 0x10}
 
 // mslAttnParams mirrors the kernels' struct AttnParams (10 words).
 type mslAttnParams struct {
@@ -360,6 +368,27 @@ func (s *mslNormParams) encode(w []uint32) int {
 	w[n] = math.Float32bits(s.eps)
 	n++
 	w[n] = math.Float32bits(s.offset)
+	n++
+	return n
+}
+
+// mslPickParams mirrors the kernels' struct PickParams (4 words).
+type mslPickParams struct {
+	groups  uint32
+	k       uint32
+	top     uint32
+	invTemp float32
+}
+
+func (s *mslPickParams) encode(w []uint32) int {
+	n := 0
+	w[n] = s.groups
+	n++
+	w[n] = s.k
+	n++
+	w[n] = s.top
+	n++
+	w[n] = math.Float32bits(s.invTemp)
 	n++
 	return n
 }
@@ -1165,14 +1194,15 @@ func (pl *plan) encKvStore(groups, threads [3]uint32, k, v, invFreq, kcache, vca
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 
-// encArgmax records kernel argmax with buffers in, inIds, outKeys, outIds at [[buffer(0..3)]] and params at [[buffer(4)]].
-func (pl *plan) encArgmax(groups, threads [3]uint32, in, inIds, outKeys, outIds Arg, p *mslSelectParams) {
+// encArgmax records kernel argmax with buffers in, inIds, outKeys, outIds, part at [[buffer(0..4)]] and params at [[buffer(5)]].
+func (pl *plan) encArgmax(groups, threads [3]uint32, in, inIds, outKeys, outIds, part Arg, p *mslSelectParams) {
 	d := pl.next(kArgmax, groups, threads)
 	d.Args[0] = in
 	d.Args[1] = inIds
 	d.Args[2] = outKeys
 	d.Args[3] = outIds
-	d.NArgs = 4
+	d.Args[4] = part
+	d.NArgs = 5
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 
@@ -1184,5 +1214,17 @@ func (pl *plan) encTopk(groups, threads [3]uint32, in, inIds, outKeys, outIds Ar
 	d.Args[2] = outKeys
 	d.Args[3] = outIds
 	d.NArgs = 4
+	d.NParams = uint32(p.encode(d.Params[:]))
+}
+
+// encSamplePick records kernel sample_pick with buffers winKeys, winIds, part, step, res at [[buffer(0..4)]] and params at [[buffer(5)]].
+func (pl *plan) encSamplePick(groups, threads [3]uint32, winKeys, winIds, part, step, res Arg, p *mslPickParams) {
+	d := pl.next(kSamplePick, groups, threads)
+	d.Args[0] = winKeys
+	d.Args[1] = winIds
+	d.Args[2] = part
+	d.Args[3] = step
+	d.Args[4] = res
+	d.NArgs = 5
 	d.NParams = uint32(p.encode(d.Params[:]))
 }

@@ -14,8 +14,10 @@ type PlanCounts struct {
 	// them (their Barrier flag is set), the others run concurrently with those since the
 	// last barrier.
 	Dispatches, Barriers int
-	// Commits are command buffers submitted; HostWaits are the times the host blocked on one.
-	Commits, HostWaits int
+	// Commits are command buffers submitted; HostWaits are the times the host blocked on one,
+	// QueuedWaits those of them while the next plan was already submitted behind it (so the
+	// GPU had work while the host went on).
+	Commits, HostWaits, QueuedWaits int
 	// WeightBytes are read from weights, KVBytes read from and written to KV caches,
 	// ActivationBytes read and written in activation buffers.
 	WeightBytes, KVBytes, ActivationBytes int64
@@ -28,7 +30,7 @@ type PlanCounts struct {
 func (c PlanCounts) Sub(o PlanCounts) PlanCounts {
 	return PlanCounts{
 		Dispatches: c.Dispatches - o.Dispatches, Barriers: c.Barriers - o.Barriers,
-		Commits: c.Commits - o.Commits, HostWaits: c.HostWaits - o.HostWaits,
+		Commits: c.Commits - o.Commits, HostWaits: c.HostWaits - o.HostWaits, QueuedWaits: c.QueuedWaits - o.QueuedWaits,
 		WeightBytes: c.WeightBytes - o.WeightBytes, KVBytes: c.KVBytes - o.KVBytes,
 		ActivationBytes: c.ActivationBytes - o.ActivationBytes, Unmodelled: c.Unmodelled - o.Unmodelled,
 	}
@@ -109,6 +111,13 @@ func (c *Counter) Submit(plan []Dispatch) error {
 // Wait counts a host wait.
 func (c *Counter) Wait() error {
 	c.counts.HostWaits++
+	return nil
+}
+
+// WaitPrevious counts a host wait with the next plan already queued behind the one waited for.
+func (c *Counter) WaitPrevious() error {
+	c.counts.HostWaits++
+	c.counts.QueuedWaits++
 	return nil
 }
 
@@ -227,6 +236,10 @@ func (c *Counter) count(d *Dispatch) {
 		k.ActivationBytes += 3 * f * int64(params[mslEltParams](d).n)
 	case kScaleInplace:
 		k.ActivationBytes += 2 * f * int64(params[mslScaleParams](d).n)
+	case kSamplePick:
+		// The first argmax stage's winners and partial sums, the result area.
+		p := params[mslPickParams](d)
+		k.ActivationBytes += f * (4*int64(p.groups) + 2*int64(max(p.top, 1)) + 3)
 	case kArgmax, kTopk:
 		p := params[mslSelectParams](d)
 		per := int64(f)

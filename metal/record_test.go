@@ -22,6 +22,7 @@ func (d *nullDevice) Write(Arg, []byte)          {}
 func (d *nullDevice) Read([]byte, Arg)           {}
 func (d *nullDevice) Submit(p []Dispatch) error  { d.dispatches += len(p); return nil }
 func (d *nullDevice) Wait() error                { return nil }
+func (d *nullDevice) WaitPrevious() error        { return nil }
 func (d *nullDevice) Close() error               { return nil }
 
 // stepModel issues the operations of one Llama decode step the way the engine does, on zero

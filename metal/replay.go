@@ -3,6 +3,7 @@ package metal
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"unsafe"
 )
 
@@ -36,6 +37,8 @@ const (
 	callSplitHeads
 	callSigmoidMul
 	callCopy
+	callPick
+	callEmbedPicked
 )
 
 // callOp is everything the dispatches recorded for a call depend on, apart from the per-step
@@ -49,7 +52,7 @@ type callOp struct {
 	norm                    *weight
 	args                    [6]Arg
 	rows, n, heads, kvHeads int
-	headDim, k              int
+	headDim, k, topK        int
 	style                   uint32
 	pairs, window           int
 	eps, offset, scale      float32
@@ -88,6 +91,7 @@ func (b *Backend) diverge() {
 	n := b.cursor
 	b.replaying, b.cursor = false, 0
 	b.pl.reset()
+	b.planCur = b.cur
 	b.uploadN = 0
 	for i := range n {
 		b.record(&b.log[i], false)
@@ -132,6 +136,10 @@ func (b *Backend) record(c *call, write bool) {
 		b.recordSigmoidMul(c)
 	case callCopy:
 		b.recordCopy(c)
+	case callPick:
+		b.recordPick(c, write)
+	case callEmbedPicked:
+		b.recordEmbedPicked(c)
 	}
 }
 
@@ -152,42 +160,40 @@ func (b *Backend) slot(c *call, write bool) bool {
 	return true
 }
 
-// writeStep stores c's per-step values in its slot: the token ids of the Embed being made
-// (non-negative, so their int32 bytes are the uint32 the kernel reads) or the position.
+// writeStep stores c's per-step values in its slot of the current upload area: the token ids
+// of the Embed being made (non-negative, so their int32 bytes are the uint32 the kernel reads),
+// the position, or a pick's uniform value.
 func (b *Backend) writeStep(c *call) {
+	up, ok := b.uploadArea()
+	if !ok {
+		return
+	}
+	slot := Arg{up, c.slot.Off}
 	switch c.op.kind {
 	case callEmbed:
-		b.dev.Write(c.slot, int32Bytes(b.ids))
+		b.dev.Write(slot, int32Bytes(b.ids))
 	case callStoreKV, callAttention:
 		binary.LittleEndian.PutUint32(b.word[:], uint32(c.pos))
-		b.dev.Write(c.slot, b.word[:])
+		b.dev.Write(slot, b.word[:])
+	case callPick:
+		binary.LittleEndian.PutUint32(b.word[:], math.Float32bits(b.u))
+		b.dev.Write(slot, b.word[:])
 	}
 }
 
 // flush submits the plan (see submit) and waits for everything submitted.
 func (b *Backend) flush(endOfStep bool) error {
 	err := b.submit(endOfStep)
-	if !b.inflight {
-		return err
+	if werr := b.waitFor(b.seq); err == nil {
+		err = werr
 	}
-	b.inflight = false
-	if werr := b.dev.Wait(); werr != nil {
-		if err == nil {
-			err = fmt.Errorf("metal: %s: %w", b.dev.Name(), werr)
-		}
-		// A plan that failed on the device is not replayed.
-		b.replaying = false
-		b.pl.reset()
-		b.log = b.log[:0]
-		b.uploadN = 0
-	}
-	b.freeDropped()
 	return err
 }
 
 // submit submits the plan without waiting, or drops it when an operation failed. At the end
 // of a step (endOfStep) a submitted plan is kept for replay; a submit in the middle of a step
-// (the upload area filled up) makes the step unfit for replay.
+// (the upload area filled up) makes the step unfit for replay. Each submission flips the
+// parity of the upload and pick result areas the next step writes.
 func (b *Backend) submit(endOfStep bool) error {
 	if b.replaying {
 		if b.cursor == 0 && b.err == nil {
@@ -199,22 +205,83 @@ func (b *Backend) submit(endOfStep bool) error {
 	}
 	err := b.err
 	b.err = nil
+	ran := false
 	if err == nil && len(b.pl.ds) > 0 {
-		b.inflight = true
+		if b.planCur != b.cur {
+			b.swapParity()
+		}
 		b.pl.barriers()
 		if err = b.dev.Submit(b.pl.ds); err != nil {
 			err = fmt.Errorf("metal: %s: %w", b.dev.Name(), err)
+		} else {
+			ran = true
+			b.seq++
+			b.used[b.cur] = b.seq
+			b.sel.lastPick = -1
+			if b.sel.stepPicks > 0 {
+				b.sel.resSeq[b.cur], b.sel.lastPick = b.seq, b.cur
+			}
+			b.cur ^= 1
 		}
 	}
-	b.replaying = err == nil && endOfStep && !b.midStep && len(b.pl.ds) > 0
+	if !ran {
+		// The step's picks were not made.
+		b.sel.npend -= b.sel.stepPicks
+	}
+	b.sel.stepPicks = 0
+	b.replaying = ran && endOfStep && !b.midStep
 	b.midStep = !endOfStep
 	b.cursor = 0
 	if !b.replaying {
 		b.pl.reset()
+		b.planCur = b.cur
 		b.log = b.log[:0]
 		b.uploadN = 0
 	}
 	return err
+}
+
+// swapParity makes the kept plan bind the other upload and pick result areas, those of the
+// current step.
+func (b *Backend) swapParity() {
+	swap := [4][2]Buf{{b.up[0], b.up[1]}, {b.up[1], b.up[0]}, {b.sel.res[0], b.sel.res[1]}, {b.sel.res[1], b.sel.res[0]}}
+	for i := range b.pl.ds {
+		d := &b.pl.ds[i]
+		for j := range d.NArgs {
+			for _, s := range swap {
+				if d.Args[j].Buf == s[0] && s[0] != 0 {
+					d.Args[j].Buf = s[1]
+					break
+				}
+			}
+		}
+	}
+	b.planCur = b.cur
+}
+
+// waitFor waits until submission seq has finished: for the one before the last, the last
+// may still run (the step queued behind it).
+func (b *Backend) waitFor(seq uint64) error {
+	if seq <= b.done {
+		return nil
+	}
+	var err error
+	if seq < b.seq {
+		err, b.done = b.dev.WaitPrevious(), b.seq-1
+	} else {
+		err, b.done = b.dev.Wait(), b.seq
+		b.freeDropped()
+	}
+	if err != nil {
+		// A plan that failed on the device is not replayed.
+		b.replaying = false
+		b.pl.reset()
+		b.planCur = b.cur
+		b.log = b.log[:0]
+		b.uploadN = 0
+		return fmt.Errorf("metal: %s: %w", b.dev.Name(), err)
+	}
+	return nil
 }
 
 func int32Bytes(v []int32) []byte {

@@ -1,8 +1,11 @@
 package metal
 
 import (
+	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/layaapp/laya/engine/backend"
 )
 
 // sentinel marks the recorded plan so a test can tell a replayed plan (mark kept) from a
@@ -134,5 +137,56 @@ func TestReplayAfterError(t *testing.T) {
 	}
 	if got := dev.dispatches - before; got != 6+2 {
 		t.Fatalf("%d dispatches after the error, want %d", got, 6+2)
+	}
+}
+
+// freeCheck is a nullDevice that fails a submitted plan binding a freed buffer.
+type freeCheck struct {
+	nullDevice
+	freed map[Buf]bool
+}
+
+func (d *freeCheck) Free(b Buf) { d.freed[b] = true }
+
+func (d *freeCheck) Submit(p []Dispatch) error {
+	for _, ds := range p {
+		for _, a := range ds.Args[:ds.NArgs] {
+			if d.freed[a.Buf] {
+				return fmt.Errorf("dispatch %d binds freed buffer %d", ds.Kernel, a.Buf)
+			}
+		}
+	}
+	return d.nullDevice.Submit(p)
+}
+
+// TestScratchGrowth grows a scratch buffer in a step whose first calls matched the kept plan
+// (so they are recorded again on the old scratch): the old buffer must outlive that step's run,
+// and no later step may bind it.
+func TestScratchGrowth(t *testing.T) {
+	dev := &freeCheck{freed: map[Buf]bool{}}
+	m := newStepModelOn(t, dev, smallShape(1))
+	b, sh := m.be, m.shape
+	for pos := range 2 {
+		if err := m.step(pos); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x2 := b.NewBuffer(2 * sh.dim)
+	out2 := []backend.Buffer{b.NewBuffer(2 * sh.heads * sh.headDim), b.NewBuffer(2 * sh.kvHeads * sh.headDim), b.NewBuffer(2 * sh.kvHeads * sh.headDim)}
+	norm := backend.Norm{W: m.attnNorm[0], Eps: 1e-5}
+	b.Embed(m.x, m.embed, m.ids)
+	b.MatMuls(m.qkvOut, m.x, norm, m.qkv[0], nil, 1) // as the kept plan: replayed, then recorded again
+	b.MatMuls(out2, x2, norm, m.qkv[0], nil, 2)     // grows the norm's scratch
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if len(dev.freed) == 0 {
+		t.Fatal("the outgrown scratch was not freed")
+	}
+	for pos := 2; pos < 5; pos++ {
+		m.cache.Truncate(pos)
+		if err := m.step(pos); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -31,12 +31,12 @@ func (b *Backend) scratchArg(role, n int) (Arg, bool) {
 		return Arg{}, false
 	}
 	if s.n > 0 {
-		// Dispatches recorded in this step, or kept for replay, still bind the old buffer: it
-		// is freed after the next wait, and this step is not kept for replay.
+		// Dispatches submitted or recorded before the next wait may bind the old buffer, so it
+		// is freed after that wait. No later plan binds it: a logged call holds its scratch in
+		// its callOp, so one made with the old buffer never matches a new call.
 		b.droppedMu.Lock()
 		b.dropped = append(b.dropped, s.h)
 		b.droppedMu.Unlock()
-		b.midStep = true
 	}
 	s.h, s.n = h, n
 	return Arg{Buf: h}, true

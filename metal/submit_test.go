@@ -58,26 +58,43 @@ func TestCommit(t *testing.T) {
 // TestBarriers checks the barrier flags computed for a plan: none before the first dispatch
 // or between dispatches that only share what they read; one before a dispatch that reads or
 // writes what one since the last barrier wrote (read after write, write after write) or
-// writes what one read (write after read); views of one buffer count as the same buffer; a
-// kept plan keeps its flags until a dispatch is added.
+// writes what one read (write after read); views of one buffer conflict where their ranges
+// overlap, a binding of unknown size covering the rest of its buffer; a kept plan keeps its
+// flags until a dispatch is added.
 func TestBarriers(t *testing.T) {
-	const A, B, C, D, E, F, G, H Buf = 1, 2, 3, 4, 5, 6, 7, 8
+	const A, B, C, D, E, F, G, H, S Buf = 1, 2, 3, 4, 5, 6, 7, 8, 9
 	var pl plan
 	add := func(dst, x Arg) { pl.encAddInplace(groups1(1, 1), [3]uint32{1, 1, 1}, dst, x, &mslEltParams{n: 1}) }
 	silu := func(gate, up, out Buf) {
 		pl.encSiluMul(groups1(1, 1), [3]uint32{1, 1, 1}, Arg{Buf: gate}, Arg{Buf: up}, Arg{Buf: out}, &mslEltParams{n: 1})
 	}
-	add(Arg{Buf: A}, Arg{Buf: B})            // first: 0
-	add(Arg{Buf: C}, Arg{Buf: D})            // independent: 0
-	silu(B, D, E)                            // reads what others read: 0
-	add(Arg{Buf: F}, Arg{Buf: A})            // reads A, written above: 1
-	add(Arg{Buf: B}, Arg{Buf: G})            // B was read before the last barrier only: 0
-	add(Arg{Buf: G}, Arg{Buf: H})            // writes G, read since the barrier: 1
-	add(Arg{Buf: G}, Arg{Buf: C})            // writes G again: 1
-	add(Arg{Buf: H, Off: 64}, Arg{Buf: C})   // H was read before the last barrier: 0
-	add(Arg{Buf: E, Off: 0}, Arg{Buf: F})    // 0
-	add(Arg{Buf: E, Off: 4096}, Arg{Buf: D}) // another view of E, written: 1
-	want := []uint32{0, 0, 0, 1, 0, 1, 1, 0, 0, 1}
+	// matmul writes 2 rows of 4 outputs (32 bytes) at out from 2 rows of 8 inputs (64 bytes) at x.
+	matmul := func(x, out Arg) {
+		pl.encMatmul(groups1(1, 1), [3]uint32{1, 1, 1}, Arg{Buf: 100}, Arg{Buf: 100}, Arg{Buf: 100}, Arg{Buf: 100}, x, out,
+			&mslMatMulParams{w: mslWeight{rows: 4, cols: 8}, rows: 2})
+	}
+	norm := func(x, out Arg) {
+		pl.encRmsnorm(groups1(1, 1), [3]uint32{1, 1, 1}, x, Arg{Buf: 100}, out, &mslRMSNormParams{n: 1})
+	}
+	add(Arg{Buf: A}, Arg{Buf: B})                  // first: 0
+	add(Arg{Buf: C}, Arg{Buf: D})                  // independent: 0
+	silu(B, D, E)                                  // reads what others read: 0
+	add(Arg{Buf: F}, Arg{Buf: A})                  // reads A, written above: 1
+	add(Arg{Buf: B}, Arg{Buf: G})                  // B was read before the last barrier only: 0
+	add(Arg{Buf: G}, Arg{Buf: H})                  // writes G, read since the barrier: 1
+	add(Arg{Buf: G}, Arg{Buf: C})                  // writes G again: 1
+	add(Arg{Buf: H, Off: 64}, Arg{Buf: C})         // H was read before the last barrier: 0
+	add(Arg{Buf: E, Off: 0}, Arg{Buf: F})          // 0
+	add(Arg{Buf: E, Off: 4096}, Arg{Buf: D})       // another part of E: 0
+	add(Arg{Buf: E, Off: 2}, Arg{Buf: D})          // overlaps E's bytes [0, 4): 1
+	matmul(Arg{Buf: A}, Arg{Buf: S})               // S [0, 32): 0
+	matmul(Arg{Buf: A}, Arg{Buf: S, Off: 32})      // S [32, 64): 0
+	matmul(Arg{Buf: S, Off: 64}, Arg{Buf: B})      // reads S [64, 128): 0
+	matmul(Arg{Buf: S, Off: 60}, Arg{Buf: C})      // reads S [60, 124): 1
+	norm(Arg{Buf: D}, Arg{Buf: S, Off: 4096})      // writes S from 4096 on: 0
+	norm(Arg{Buf: D}, Arg{Buf: H, Off: 8})         // 0
+	matmul(Arg{Buf: A}, Arg{Buf: H, Off: 1 << 20}) // writes H within the rest of H the norm wrote: 1
+	want := []uint32{0, 0, 0, 1, 0, 1, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 1}
 	pl.barriers()
 	for i, d := range pl.ds {
 		if d.Barrier != want[i] {
@@ -90,7 +107,7 @@ func TestBarriers(t *testing.T) {
 	if pl.ds[1].Barrier != 7 {
 		t.Error("a kept plan's flags were computed again")
 	}
-	add(Arg{Buf: D}, Arg{Buf: A}) // writes D, read by the last dispatch: 1
+	add(Arg{Buf: H, Off: 1 << 20}, Arg{Buf: A}) // writes what the last dispatch wrote: 1
 	pl.barriers()
 	if pl.ds[1].Barrier != 0 || pl.ds[len(pl.ds)-1].Barrier != 1 {
 		t.Error("a plan with a new dispatch kept its old flags")

@@ -209,6 +209,7 @@ func (d *Device) work() {
 		}
 		d.queue = d.queue[:copy(d.queue, d.queue[1:])]
 		d.spare = append(d.spare, plan)
+		d.idle.Broadcast()
 	}
 	d.running = false
 	d.idle.Broadcast()
@@ -226,6 +227,18 @@ func (d *Device) Wait() error {
 	d.qmu.Lock()
 	defer d.qmu.Unlock()
 	for d.running {
+		d.idle.Wait()
+	}
+	err := d.err
+	d.err = nil
+	return err
+}
+
+// WaitPrevious waits until at most the last submitted plan is still queued or running.
+func (d *Device) WaitPrevious() error {
+	d.qmu.Lock()
+	defer d.qmu.Unlock()
+	for d.running && len(d.queue) > 1 {
 		d.idle.Wait()
 	}
 	err := d.err
