@@ -145,7 +145,7 @@ func TestBenchPlanTinyLlama(t *testing.T) {
 	}
 	t.Logf("%s", out.Bytes())
 	const (
-		maxDispatches = 11*tlLayers + 3
+		maxDispatches = 140
 		maxHostWaits  = 1
 		kvElement     = 2
 	)
