@@ -207,7 +207,7 @@ func TestStopRules(t *testing.T) {
 		{name: "unsure later", out: "abcd", lps: []float32{-0.1, -0.1, -9}, want: "ab", stop: "unsure"},
 		{name: "unsure mean", out: "abcd", lps: []float32{-2.5, -2.5, -2.5, -2.5, -2.5}, want: "", stop: "unsure", partial: true},
 		{name: "thresholds off", out: "abcd", lps: []float32{-20, -20, -20, -20, -20}, want: "abcd", stop: "eos",
-			opt: Options{MinFirstLogprob: inf, MinPathLogprob: inf, MinTokenLogprob: inf, MinMeanLogprob: inf}},
+			opt: Options{MinFirstLogprob: inf, MinPathLogprob: inf, MinWordLogprob: inf, MinTokenLogprob: inf, MinMeanLogprob: inf}},
 		{name: "whitespace only", out: "   \n", want: "", stop: "eos"},
 	}
 	for _, tc := range cases {
@@ -217,6 +217,9 @@ func TestStopRules(t *testing.T) {
 				// The fake's tokens are single characters: the path rule (TestPathLogprob)
 				// would end these long outputs first.
 				opt.MinPathLogprob = inf
+			}
+			if opt.MinWordLogprob == 0 {
+				opt.MinWordLogprob = inf // as the path rule: TestWordLogprob
 			}
 			if opt.MinChars == 0 {
 				opt.MinChars = 1 // most outputs are short: the length rule (TestMinChars) would drop them
@@ -283,7 +286,7 @@ func TestSessionsReuseAndLRU(t *testing.T) {
 func TestNewerRequestCancelsOlder(t *testing.T) {
 	v := newFakeVocab(nil, nil, false)
 	m := &fakeModel{v: v, say: say(strings.Repeat("x", 200)), bytes: 1, delay: 5 * time.Millisecond}
-	c := newCompleter(m.lm(512), Options{MaxTokens: 200, MinChars: 1})
+	c := newCompleter(m.lm(512), Options{MaxTokens: 200, MinChars: 1, MinWordLogprob: -100})
 	started := make(chan struct{})
 	var once sync.Once
 	var afterCancel int
@@ -321,7 +324,7 @@ func TestNewerRequestCancelsOlder(t *testing.T) {
 func TestContextCancel(t *testing.T) {
 	v := newFakeVocab(nil, nil, false)
 	m := &fakeModel{v: v, say: say(strings.Repeat("x", 200)), bytes: 1, delay: time.Millisecond}
-	c := newCompleter(m.lm(512), Options{MaxTokens: 200})
+	c := newCompleter(m.lm(512), Options{MaxTokens: 200, MinWordLogprob: -100})
 	ctx, cancel := context.WithCancel(context.Background())
 	pieces := 0
 	_, err := c.Complete(ctx, "t", Request{Prefix: "a"}, func(string) {

@@ -13,7 +13,7 @@ func TestJunkNeverShown(t *testing.T) {
 	ten := strings.Repeat("a", 10)
 	v := newFakeVocab([]string{ten}, starcoderFIM, false)
 	inf := math.Inf(-1)
-	noPath := Options{MinPathLogprob: inf}
+	noPath := Options{MinPathLogprob: inf, MinWordLogprob: inf}
 	cases := []struct {
 		name, prefix, suffix, out string
 		maxTokens                 int
@@ -79,7 +79,7 @@ func TestPathLogprob(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, _ := newFake(v, say("abcd", tc.lps...), Options{MinPathLogprob: -2, MinFirstLogprob: -3, MinChars: 1})
+			c, _ := newFake(v, say("abcd", tc.lps...), Options{MinPathLogprob: -2, MinFirstLogprob: -3, MinWordLogprob: math.Inf(-1), MinChars: 1})
 			sug, err := c.Complete(context.Background(), "t", Request{Prefix: ">"}, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -190,7 +190,7 @@ func TestMinChars(t *testing.T) {
 		{"é€", []float32{-0.5}, ""}, // 5 bytes, 2 characters
 		{"x.y", []float32{-0.3, -0.3, -0.3}, "x.y"},
 	} {
-		c, _ := newFake(v, say(tc.out, tc.lps...), Options{MinChars: 3, MinShortLogprob: -0.35})
+		c, _ := newFake(v, say(tc.out, tc.lps...), Options{MinChars: 3, MinShortLogprob: -0.35, MinWordLogprob: math.Inf(-1)})
 		var streamed strings.Builder
 		sug, err := c.Complete(context.Background(), "t", Request{Prefix: ">"}, func(s string) { streamed.WriteString(s) })
 		if err != nil {

@@ -67,8 +67,8 @@ func realLM(m *engine.Model, wrap func(generator) generator) lm {
 
 var everything = Options{
 	MinFirstLogprob: math.Inf(-1), MinTokenLogprob: math.Inf(-1), MinMeanLogprob: math.Inf(-1),
-	MinPathLogprob: math.Inf(-1),
-	Profiles:       map[string]Profile{"": {Lines: 1000}},
+	MinPathLogprob: math.Inf(-1), MinWordLogprob: math.Inf(-1), MinChars: 1,
+	Profiles: map[string]Profile{"": {Lines: 1000}},
 }
 
 var tinyModels = []string{"../testdata/models/qwen2/hf", "../testdata/models/llama/hf", "../testdata/models/llama3/hf"}
