@@ -16,8 +16,8 @@ import (
 var errFilterStop = errors.New("complete: suggestion complete")
 
 // The gating defaults were chosen together from `laya replay --sweep` runs of the bundled model
-// on held-out Python and on Laya's own Go (docs/performance.md): with all three, wrong
-// suggestions fall from 32–39% of those shown (the path rule alone) to 27%, and 85–90% of the
+// on held-out Python and on Laya's own Go (docs/performance.md): with all of them, wrong
+// suggestions fall from 37–39% of those shown (the path rule alone) to 28%, and 88–92% of the
 // ungated keystrokes saved are kept, the issue's targets being at most 30% and at least 85%.
 
 // DefaultMinPathLogprob is Options.MinPathLogprob's default: a suggestion is cut where the
@@ -26,8 +26,9 @@ var errFilterStop = errors.New("complete: suggestion complete")
 const DefaultMinPathLogprob = -1.0
 
 // DefaultMinWordLogprob is Options.MinWordLogprob's default: the first word, which decides
-// whether anything is accepted, must be at least e^-0.85 (43%) likely.
-const DefaultMinWordLogprob = -0.85
+// whether anything is accepted, must be at least e^-0.9 (41%) likely. -0.8 drops more wrong
+// suggestions but keeps under 85% of the savings on the Python text; -1 is the path rule's bar.
+const DefaultMinWordLogprob = -0.9
 
 // DefaultMinChars is Options.MinChars's default. Accepting a suggestion of n characters saves
 // at most n-1 keystrokes, so short ones are worth little and, being what the model says when it
