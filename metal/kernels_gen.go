@@ -31,6 +31,7 @@ const (
 	mslAttMaxHeadDim   = 256
 	mslAtbRows         = 4
 	mslAtbTile         = 8
+	mslAttKeys         = 4
 	mslAttSplitMin     = 1024
 	mslAttSplitLen     = 512
 	mslAttSplitMax     = 32
