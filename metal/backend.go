@@ -56,14 +56,16 @@ type Backend struct {
 	dropped   []Buf
 	// kvF32 makes KV caches hold float32 values instead of half ones.
 	kvF32 bool
+	// attnSplit is where decode attention splits a head's positions (attnSplits), zero for
+	// the defaults.
+	attnSplit [2]int
 }
 
 // weight is a prepared tensor: its bytes bound in place and the kernel parameters describing it.
 type weight struct {
 	data, scales, biases Arg
 	desc                 mslWeight
-	matvec, fused        kernelID // matvec_<fmt> and matvec_silu_<fmt>
-	dt                   uint32   // DT_* for plain F32/F16/BF16 vectors (norms, biases)
+	dt                   uint32 // DT_* for plain F32/F16/BF16 vectors (norms, biases)
 }
 
 type buffer struct {
@@ -178,23 +180,23 @@ func (b *Backend) prepare(t *tensor.Tensor) (*weight, error) {
 	}
 	switch t.DType {
 	case tensor.F32:
-		w.desc.fmt, w.matvec, w.fused = mslWfF32, kMatvecF32, kMatvecSiluF32
+		w.desc.fmt = mslWfF32
 	case tensor.F16:
-		w.desc.fmt, w.matvec, w.fused = mslWfF16, kMatvecF16, kMatvecSiluF16
+		w.desc.fmt = mslWfF16
 	case tensor.BF16:
-		w.desc.fmt, w.matvec, w.fused = mslWfBf16, kMatvecBf16, kMatvecSiluBf16
+		w.desc.fmt = mslWfBf16
 	case tensor.Q8_0:
-		w.desc.fmt, w.matvec, w.fused = mslWfQ80, kMatvecQ80, kMatvecSiluQ80
+		w.desc.fmt = mslWfQ80
 	case tensor.Q4_0:
-		w.desc.fmt, w.matvec, w.fused = mslWfQ40, kMatvecQ40, kMatvecSiluQ40
+		w.desc.fmt = mslWfQ40
 	case tensor.Q5_0:
-		w.desc.fmt, w.matvec, w.fused = mslWfQ50, kMatvecQ50, kMatvecSiluQ50
+		w.desc.fmt = mslWfQ50
 	case tensor.Q4_K:
-		w.desc.fmt, w.matvec, w.fused = mslWfQ4K, kMatvecQ4K, kMatvecSiluQ4K
+		w.desc.fmt = mslWfQ4K
 	case tensor.Q5_K:
-		w.desc.fmt, w.matvec, w.fused = mslWfQ5K, kMatvecQ5K, kMatvecSiluQ5K
+		w.desc.fmt = mslWfQ5K
 	case tensor.Q6_K:
-		w.desc.fmt, w.matvec, w.fused = mslWfQ6K, kMatvecQ6K, kMatvecSiluQ6K
+		w.desc.fmt = mslWfQ6K
 	case tensor.Affine:
 		// A mat-vec chunk of 16 inputs must lie inside one scale group.
 		if t.GroupSize%mslMvChunk != 0 {
@@ -208,10 +210,6 @@ func (b *Backend) prepare(t *tensor.Tensor) (*weight, error) {
 			return nil, fmt.Errorf("affine scales of dtype %v", t.Scales.DType)
 		}
 		w.desc.fmt, w.desc.bits, w.desc.groupSize, w.desc.scaleDT = mslWfAffine, uint32(t.Bits), uint32(t.GroupSize), sdt
-		w.matvec, w.fused = kMatvecAffine4, kMatvecSiluAffine4
-		if t.Bits == 8 {
-			w.matvec, w.fused = kMatvecAffine8, kMatvecSiluAffine8
-		}
 	default:
 		return nil, fmt.Errorf("dtype %v is not supported by the metal backend", t.DType)
 	}
@@ -491,7 +489,8 @@ func (b *Backend) recordMatMul(c *call) {
 // maxMatMuls is the most weights one MatMuls call takes (Qwen3.5's four input projections).
 const maxMatMuls = 4
 
-// MatMuls records the folded norm of x into a scratch, then a matmul of it per weight.
+// MatMuls records, for one row, one matvecs pass per up to maxMatVecs weights of one format
+// with the norm folded in; for a block, the norm into a scratch and a matmul per weight.
 func (b *Backend) MatMuls(dst []backend.Buffer, x backend.Buffer, norm backend.Norm, w, bias []*tensor.Tensor, rows int) {
 	if err := backend.CheckMatMuls(dst, x, norm, w, bias, rows); err != nil {
 		b.fail(fmt.Errorf("metal: %w", err))
@@ -529,14 +528,26 @@ func (b *Backend) MatMuls(dst []backend.Buffer, x backend.Buffer, norm backend.N
 
 func (b *Backend) recordMatMuls(c *call) {
 	o := &c.op
+	if o.rows == 1 {
+		norm := foldedNorm{w: o.norm, eps: o.eps, offset: o.offset}
+		for i := 0; i < o.k; {
+			j := i + 1
+			for j < o.k && j-i < maxMatVecs && sameLayout(o.mats[i].desc, o.mats[j].desc) {
+				j++
+			}
+			b.pl.encMatVecs(o.mats[i:j], o.biases[i:j], o.args[0], o.args[2+i:2+j], norm, Arg{}, false)
+			i = j
+		}
+		return
+	}
 	x := b.normed(o, o.args[0], 1)
 	for i := range o.k {
 		b.encMatMul(o.mats[i], o.biases[i], x, o.args[2+i], o.rows)
 	}
 }
 
-// MatMulAdd records dst += x·Wᵀ: a mat-vec that also adds its output to dst for one row, a
-// mat-mat into a scratch and an add for a block.
+// MatMulAdd records dst += x·Wᵀ: a matvecs pass that also adds its output to dst for one row,
+// a mat-mat into a scratch and an add for a block.
 func (b *Backend) MatMulAdd(dst, x backend.Buffer, w *tensor.Tensor, rows int) {
 	if err := backend.CheckMatMulAdd(dst, x, w, rows); err != nil {
 		b.fail(fmt.Errorf("metal: %w", err))
@@ -557,8 +568,7 @@ func (b *Backend) recordMatMulAdd(c *call) {
 	wt, d, s, tmp := o.w, o.args[0], o.args[1], o.args[2]
 	out := int(wt.desc.rows)
 	if o.rows == 1 {
-		p := mslMatVecParams{w: wt.desc, addTo: 1}
-		b.pl.encMatvec(wt.matvec, groups1(out, mvRowsPerGroup), mvThreads, wt.data, wt.scales, wt.biases, wt.data, s, tmp, d, &p)
+		b.pl.encMatVecs([]*weight{wt}, nil, s, []Arg{tmp}, foldedNorm{}, d, true)
 		return
 	}
 	b.encMatMul(wt, nil, s, tmp, o.rows)
@@ -566,8 +576,8 @@ func (b *Backend) recordMatMulAdd(c *call) {
 	b.pl.encAddInplace(groups1(n, 256), [3]uint32{256, 1, 1}, d, tmp, &mslEltParams{n: uint32(n)})
 }
 
-// GLU records the folded norm of x into a scratch, then for one row with SiLU one matvec_silu
-// pass making gate, up and their product, else the gate and up matmuls and the activation.
+// GLU records, for one row, one matvec_glu pass with the norm folded in; for a block, the norm
+// into a scratch, the gate and up matmuls and the activation.
 func (b *Backend) GLU(dst, x backend.Buffer, norm backend.Norm, gate, up *tensor.Tensor, act backend.Activation, rows int) {
 	if err := backend.CheckGLU(dst, x, norm, gate, up, act, rows); err != nil {
 		b.fail(fmt.Errorf("metal: %w", err))
@@ -591,14 +601,17 @@ func (b *Backend) GLU(dst, x backend.Buffer, norm backend.Norm, gate, up *tensor
 
 func (b *Backend) recordGLU(c *call) {
 	o := &c.op
-	wg, wu, d, g, u := o.mats[0], o.mats[1], o.args[0], o.args[3], o.args[4]
-	x := b.normed(o, o.args[1], 2)
-	n := o.rows * o.k
-	if o.rows == 1 && o.style == uint32(backend.SiLU) && wg.fused == wu.fused {
-		p := mslMatVecPairParams{gate: wg.desc, up: wu.desc}
-		b.pl.encMatvecSilu(wg.fused, groups1(o.k, mvRowsPerGroup), mvThreads, wg.data, wg.scales, wg.biases, wu.data, wu.scales, wu.biases, x, g, u, d, &p)
+	wg, wu, d, u := o.mats[0], o.mats[1], o.args[0], o.args[4]
+	if o.rows == 1 && sameLayout(wg.desc, wu.desc) {
+		act := uint32(mslActSilu)
+		if o.style == uint32(backend.GELUTanh) {
+			act = mslActGeluTanh
+		}
+		b.pl.encGLU(wg, wu, o.args[1], foldedNorm{w: o.norm, eps: o.eps, offset: o.offset}, act, d)
 		return
 	}
+	x := b.normed(o, o.args[1], 2)
+	n := o.rows * o.k
 	b.encMatMul(wg, nil, x, d, o.rows)
 	b.encMatMul(wu, nil, x, u, o.rows)
 	if o.style == uint32(backend.GELUTanh) {
@@ -617,9 +630,7 @@ func (b *Backend) encMatMul(wt, bias *weight, x, out Arg, rows int) {
 		biasArg, hasBias, biasDT = bias.data, 1, bias.dt
 	}
 	if rows == 1 {
-		p := mslMatVecParams{w: wt.desc, hasBias: hasBias, biasDT: biasDT}
-		// residual is unused unless addTo is set; any valid binding will do.
-		b.pl.encMatvec(wt.matvec, groups1(n, mvRowsPerGroup), mvThreads, wt.data, wt.scales, wt.biases, biasArg, x, out, out, &p)
+		b.pl.encMatVecs([]*weight{wt}, []*weight{bias}, x, []Arg{out}, foldedNorm{}, Arg{}, false)
 		return
 	}
 	p := mslMatMulParams{w: wt.desc, rows: uint32(rows), hasBias: hasBias, biasDT: biasDT}
@@ -631,13 +642,6 @@ func (b *Backend) encMatMul(wt, bias *weight, x, out Arg, rows int) {
 const mvRowsPerGroup = mslMvRows * mslMvSimdgroups
 
 var mvThreads = [3]uint32{mslMvSimdgroups * mslSimd, 1, 1}
-
-// encMatvec records the mat-vec kernel k, one of the matvec_* family, which all share the
-// signature of matvec_f32 (the generator checks each; this only picks the id).
-func (pl *plan) encMatvec(k kernelID, groups, threads [3]uint32, w, scales, biases, bias, x, out, residual Arg, p *mslMatVecParams) {
-	pl.encMatvecF32(groups, threads, w, scales, biases, bias, x, out, residual, p)
-	pl.ds[len(pl.ds)-1].Kernel = k
-}
 
 // ropeTable returns the device copy of r.InvFreq, uploaded on first use.
 func (b *Backend) ropeTable(r *backend.Rope) (Arg, bool) {
@@ -753,27 +757,43 @@ func (b *Backend) Attention(out, q backend.Buffer, cache backend.KVCache, layer,
 	}
 	off := c.layerOffset(layer)
 	o.args[0], o.args[1], o.args[3], o.args[4] = oa, qa, Arg{c.k, off}, Arg{c.v, off}
+	if rows == 1 {
+		// The split depends on the position: a step past a threshold differs from the last
+		// step's call and is recorded afresh (replay.go).
+		positions := pos + 1
+		if window > 0 {
+			positions = min(positions, window)
+		}
+		if o.k = b.attnSplits(positions); o.k > 1 {
+			if o.args[5], ok = b.scratchArg(scratchAttn, o.k*s.Heads*(s.HeadDim+2)); !ok {
+				return
+			}
+		}
+	}
 	b.emit(call{op: o, pos: pos})
 }
 
+// recordAttention records, for one row, attention_decode (and attention_reduce when o.k > 1
+// splits), for a block attention_block; both rotate q as they load it.
 func (b *Backend) recordAttention(c *call, write bool) {
 	if !b.slot(c, write) {
 		return
 	}
 	o := &c.op
 	oa, qa, inv, kc, vc := o.args[0], o.args[1], o.args[2], o.args[3], o.args[4]
-	if o.pairs > 0 {
-		p := mslRopeParams{rows: uint32(o.rows), heads: uint32(o.heads), headDim: uint32(o.headDim), style: o.style, pairs: uint32(o.pairs)}
-		b.pl.encRope(groups1(o.rows*o.heads*o.pairs, 256), [3]uint32{256, 1, 1}, qa, inv, c.slot, &p)
-	}
 	ap := mslAttnParams{rows: uint32(o.rows), heads: uint32(o.heads), kvHeads: uint32(o.kvHeads), headDim: uint32(o.headDim),
-		scale: o.scale, window: uint32(o.window), kvHalf: boolWord32(o.kvHalf)}
+		scale: o.scale, window: uint32(o.window), kvHalf: boolWord32(o.kvHalf), pairs: uint32(o.pairs), style: o.style,
+		splits: uint32(max(o.k, 1))}
 	if o.rows == 1 {
-		b.pl.encAttention([3]uint32{uint32(o.heads), 1, 1}, [3]uint32{mslAttSimdgroups * mslSimd, 1, 1}, qa, kc, vc, oa, c.slot, &ap)
+		part := o.args[5]
+		if o.k <= 1 {
+			part = oa // bound, unused
+		}
+		b.pl.encDecodeAttention(qa, kc, vc, oa, c.slot, inv, part, &ap)
 		return
 	}
 	b.pl.encAttentionBlock([3]uint32{uint32(o.heads), uint32((o.rows + mslAtbRows - 1) / mslAtbRows), 1},
-		[3]uint32{mslAtbRows * mslSimd, 1, 1}, qa, kc, vc, oa, c.slot, &ap)
+		[3]uint32{mslAtbRows * mslSimd, 1, 1}, qa, kc, vc, oa, c.slot, inv, &ap)
 }
 
 // Scale records x *= s.
@@ -791,13 +811,6 @@ func (b *Backend) Scale(x backend.Buffer, n int, s float32) {
 
 func (b *Backend) recordScale(c *call) {
 	b.pl.encScaleInplace(groups1(c.op.n, 256), [3]uint32{256, 1, 1}, c.op.args[0], &mslScaleParams{n: uint32(c.op.n), s: c.op.scale})
-}
-
-// encMatvecSilu records k, one of the matvec_silu family, which share matvec_silu_f32's
-// signature.
-func (pl *plan) encMatvecSilu(k kernelID, groups, threads [3]uint32, wg, sg, bg, wu, su, bu, x, gate, up, out Arg, p *mslMatVecPairParams) {
-	pl.encMatvecSiluF32(groups, threads, wg, sg, bg, wu, su, bu, x, gate, up, out, p)
-	pl.ds[len(pl.ds)-1].Kernel = k
 }
 
 // Add records dst += x.

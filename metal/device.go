@@ -115,24 +115,25 @@ func (pl *plan) barriers() {
 			w = kernelWrites[d.Kernel]
 		}
 		n := int(min(d.NArgs, maxArgs))
+		var rs [maxArgs]byteRange
 		d.Barrier = 0
 		if i > 0 && (!read.fits(n) || !written.fits(n)) {
 			d.Barrier = 1
 		}
 		for j := range n {
-			r := bindingRange(d, j)
-			if written.overlaps(r) || w>>j&1 != 0 && read.overlaps(r) {
+			rs[j] = bindingRange(d, j)
+			if written.overlaps(rs[j]) || w>>j&1 != 0 && read.overlaps(rs[j]) {
 				d.Barrier = 1
 			}
 		}
 		if d.Barrier == 1 {
 			read.n, written.n = 0, 0
 		}
-		for j := range n {
+		for j, r := range rs[:n] {
 			if w>>j&1 != 0 {
-				written.add(bindingRange(d, j))
+				written.add(r)
 			} else {
-				read.add(bindingRange(d, j))
+				read.add(r)
 			}
 		}
 	}

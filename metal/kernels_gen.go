@@ -56,8 +56,7 @@ const (
 
 // Kernel ids, indices into kernelNames and the emulator's trampoline table.
 const (
-	kAttention kernelID = iota
-	kAttentionBlock
+	kAttentionBlock kernelID = iota
 	kAttentionDecode
 	kAttentionDecode64
 	kAttentionDecode128
@@ -69,28 +68,6 @@ const (
 	kAddInplace
 	kEmbed
 	kMatmul
-	kMatvecF32
-	kMatvecF16
-	kMatvecBf16
-	kMatvecAffine4
-	kMatvecAffine8
-	kMatvecQ80
-	kMatvecQ40
-	kMatvecQ50
-	kMatvecQ4K
-	kMatvecQ5K
-	kMatvecQ6K
-	kMatvecSiluF32
-	kMatvecSiluF16
-	kMatvecSiluBf16
-	kMatvecSiluAffine4
-	kMatvecSiluAffine8
-	kMatvecSiluQ80
-	kMatvecSiluQ40
-	kMatvecSiluQ50
-	kMatvecSiluQ4K
-	kMatvecSiluQ5K
-	kMatvecSiluQ6K
 	kMatvecsF32
 	kMatvecsF16
 	kMatvecsBf16
@@ -120,7 +97,6 @@ const (
 	kSplitHeads
 	kSigmoidMul
 	kCopyBuf
-	kRope
 	kKvStore
 	kArgmax
 	kTopk
@@ -128,11 +104,11 @@ const (
 )
 
 // kernelNames are the kernel function names, by kernel id.
-var kernelNames = [...]string{"attention", "attention_block", "attention_decode", "attention_decode_64", "attention_decode_128", "attention_decode_256", "attention_reduce", "silu_mul", "gelu_mul", "scale_inplace", "add_inplace", "embed", "matmul", "matvec_f32", "matvec_f16", "matvec_bf16", "matvec_affine4", "matvec_affine8", "matvec_q8_0", "matvec_q4_0", "matvec_q5_0", "matvec_q4_k", "matvec_q5_k", "matvec_q6_k", "matvec_silu_f32", "matvec_silu_f16", "matvec_silu_bf16", "matvec_silu_affine4", "matvec_silu_affine8", "matvec_silu_q8_0", "matvec_silu_q4_0", "matvec_silu_q5_0", "matvec_silu_q4_k", "matvec_silu_q5_k", "matvec_silu_q6_k", "matvecs_f32", "matvecs_f16", "matvecs_bf16", "matvecs_affine4", "matvecs_affine8", "matvecs_q8_0", "matvecs_q4_0", "matvecs_q5_0", "matvecs_q4_k", "matvecs_q5_k", "matvecs_q6_k", "matvec_glu_f32", "matvec_glu_f16", "matvec_glu_bf16", "matvec_glu_affine4", "matvec_glu_affine8", "matvec_glu_q8_0", "matvec_glu_q4_0", "matvec_glu_q5_0", "matvec_glu_q4_k", "matvec_glu_q5_k", "matvec_glu_q6_k", "rmsnorm", "causal_conv", "gated_delta", "gated_rmsnorm", "split_heads", "sigmoid_mul", "copy_buf", "rope", "kv_store", "argmax", "topk", "sample_pick"}
+var kernelNames = [...]string{"attention_block", "attention_decode", "attention_decode_64", "attention_decode_128", "attention_decode_256", "attention_reduce", "silu_mul", "gelu_mul", "scale_inplace", "add_inplace", "embed", "matmul", "matvecs_f32", "matvecs_f16", "matvecs_bf16", "matvecs_affine4", "matvecs_affine8", "matvecs_q8_0", "matvecs_q4_0", "matvecs_q5_0", "matvecs_q4_k", "matvecs_q5_k", "matvecs_q6_k", "matvec_glu_f32", "matvec_glu_f16", "matvec_glu_bf16", "matvec_glu_affine4", "matvec_glu_affine8", "matvec_glu_q8_0", "matvec_glu_q4_0", "matvec_glu_q5_0", "matvec_glu_q4_k", "matvec_glu_q5_k", "matvec_glu_q6_k", "rmsnorm", "causal_conv", "gated_delta", "gated_rmsnorm", "split_heads", "sigmoid_mul", "copy_buf", "kv_store", "argmax", "topk", "sample_pick"}
 
 // kernelWrites has, by kernel id, bit i set when the kernel may write its buffer(i) (a
 // device pointer to non-const data); the others it only reads.
-var kernelWrites = [...]uint32{0x8, 0x8, 0x48, 0x48, 0x48, 0x48, 0x2, 0x4, 0x4, 0x1, 0x1, 0x10, 0x20, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x380, 0x380, 0x380, 0x380, 0x380, 0x380, 0x380, 0x380, 0x380, 0x380, 0x380, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x4, 0xc, 0x60, 0x8, 0x6, 0x1, 0x2, 0x1, 0x19, 0xe, 0xc, 0x10}
+var kernelWrites = [...]uint32{0x8, 0x48, 0x48, 0x48, 0x48, 0x2, 0x4, 0x4, 0x1, 0x1, 0x10, 0x20, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x4, 0xc, 0x60, 0x8, 0x6, 0x1, 0x2, 0x19, 0xe, 0xc, 0x10}
 
 // mslAttnParams mirrors the kernels' struct AttnParams (10 words).
 type mslAttnParams struct {
@@ -334,39 +310,6 @@ func (s *mslMatMulParams) encode(w []uint32) int {
 	w[n] = s.hasBias
 	n++
 	w[n] = s.biasDT
-	n++
-	return n
-}
-
-// mslMatVecPairParams mirrors the kernels' struct MatVecPairParams (14 words).
-type mslMatVecPairParams struct {
-	gate mslWeight
-	up   mslWeight
-}
-
-func (s *mslMatVecPairParams) encode(w []uint32) int {
-	n := 0
-	n += s.gate.encode(w[n:])
-	n += s.up.encode(w[n:])
-	return n
-}
-
-// mslMatVecParams mirrors the kernels' struct MatVecParams (10 words).
-type mslMatVecParams struct {
-	w       mslWeight
-	hasBias uint32
-	biasDT  uint32
-	addTo   uint32
-}
-
-func (s *mslMatVecParams) encode(w []uint32) int {
-	n := 0
-	n += s.w.encode(w[n:])
-	w[n] = s.hasBias
-	n++
-	w[n] = s.biasDT
-	n++
-	w[n] = s.addTo
 	n++
 	return n
 }
@@ -573,27 +516,16 @@ func (s *mslWeight) encode(w []uint32) int {
 	return n
 }
 
-// encAttention records kernel attention with buffers q, kcache, vcache, out, step at [[buffer(0..4)]] and params at [[buffer(5)]].
-func (pl *plan) encAttention(groups, threads [3]uint32, q, kcache, vcache, out, step Arg, p *mslAttnParams) {
-	d := pl.next(kAttention, groups, threads)
-	d.Args[0] = q
-	d.Args[1] = kcache
-	d.Args[2] = vcache
-	d.Args[3] = out
-	d.Args[4] = step
-	d.NArgs = 5
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encAttentionBlock records kernel attention_block with buffers q, kcache, vcache, out, step at [[buffer(0..4)]] and params at [[buffer(5)]].
-func (pl *plan) encAttentionBlock(groups, threads [3]uint32, q, kcache, vcache, out, step Arg, p *mslAttnParams) {
+// encAttentionBlock records kernel attention_block with buffers q, kcache, vcache, out, step, invFreq at [[buffer(0..5)]] and params at [[buffer(6)]].
+func (pl *plan) encAttentionBlock(groups, threads [3]uint32, q, kcache, vcache, out, step, invFreq Arg, p *mslAttnParams) {
 	d := pl.next(kAttentionBlock, groups, threads)
 	d.Args[0] = q
 	d.Args[1] = kcache
 	d.Args[2] = vcache
 	d.Args[3] = out
 	d.Args[4] = step
-	d.NArgs = 5
+	d.Args[5] = invFreq
+	d.NArgs = 6
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 
@@ -721,347 +653,6 @@ func (pl *plan) encMatmul(groups, threads [3]uint32, w, scales, biases, bias, x,
 	d.Args[4] = x
 	d.Args[5] = out
 	d.NArgs = 6
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecF32 records kernel matvec_f32 with buffers w, scales, biases, bias, x, out, residual at [[buffer(0..6)]] and params at [[buffer(7)]].
-func (pl *plan) encMatvecF32(groups, threads [3]uint32, w, scales, biases, bias, x, out, residual Arg, p *mslMatVecParams) {
-	d := pl.next(kMatvecF32, groups, threads)
-	d.Args[0] = w
-	d.Args[1] = scales
-	d.Args[2] = biases
-	d.Args[3] = bias
-	d.Args[4] = x
-	d.Args[5] = out
-	d.Args[6] = residual
-	d.NArgs = 7
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecF16 records kernel matvec_f16 with buffers w, scales, biases, bias, x, out, residual at [[buffer(0..6)]] and params at [[buffer(7)]].
-func (pl *plan) encMatvecF16(groups, threads [3]uint32, w, scales, biases, bias, x, out, residual Arg, p *mslMatVecParams) {
-	d := pl.next(kMatvecF16, groups, threads)
-	d.Args[0] = w
-	d.Args[1] = scales
-	d.Args[2] = biases
-	d.Args[3] = bias
-	d.Args[4] = x
-	d.Args[5] = out
-	d.Args[6] = residual
-	d.NArgs = 7
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecBf16 records kernel matvec_bf16 with buffers w, scales, biases, bias, x, out, residual at [[buffer(0..6)]] and params at [[buffer(7)]].
-func (pl *plan) encMatvecBf16(groups, threads [3]uint32, w, scales, biases, bias, x, out, residual Arg, p *mslMatVecParams) {
-	d := pl.next(kMatvecBf16, groups, threads)
-	d.Args[0] = w
-	d.Args[1] = scales
-	d.Args[2] = biases
-	d.Args[3] = bias
-	d.Args[4] = x
-	d.Args[5] = out
-	d.Args[6] = residual
-	d.NArgs = 7
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecAffine4 records kernel matvec_affine4 with buffers w, scales, biases, bias, x, out, residual at [[buffer(0..6)]] and params at [[buffer(7)]].
-func (pl *plan) encMatvecAffine4(groups, threads [3]uint32, w, scales, biases, bias, x, out, residual Arg, p *mslMatVecParams) {
-	d := pl.next(kMatvecAffine4, groups, threads)
-	d.Args[0] = w
-	d.Args[1] = scales
-	d.Args[2] = biases
-	d.Args[3] = bias
-	d.Args[4] = x
-	d.Args[5] = out
-	d.Args[6] = residual
-	d.NArgs = 7
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecAffine8 records kernel matvec_affine8 with buffers w, scales, biases, bias, x, out, residual at [[buffer(0..6)]] and params at [[buffer(7)]].
-func (pl *plan) encMatvecAffine8(groups, threads [3]uint32, w, scales, biases, bias, x, out, residual Arg, p *mslMatVecParams) {
-	d := pl.next(kMatvecAffine8, groups, threads)
-	d.Args[0] = w
-	d.Args[1] = scales
-	d.Args[2] = biases
-	d.Args[3] = bias
-	d.Args[4] = x
-	d.Args[5] = out
-	d.Args[6] = residual
-	d.NArgs = 7
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecQ80 records kernel matvec_q8_0 with buffers w, scales, biases, bias, x, out, residual at [[buffer(0..6)]] and params at [[buffer(7)]].
-func (pl *plan) encMatvecQ80(groups, threads [3]uint32, w, scales, biases, bias, x, out, residual Arg, p *mslMatVecParams) {
-	d := pl.next(kMatvecQ80, groups, threads)
-	d.Args[0] = w
-	d.Args[1] = scales
-	d.Args[2] = biases
-	d.Args[3] = bias
-	d.Args[4] = x
-	d.Args[5] = out
-	d.Args[6] = residual
-	d.NArgs = 7
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecQ40 records kernel matvec_q4_0 with buffers w, scales, biases, bias, x, out, residual at [[buffer(0..6)]] and params at [[buffer(7)]].
-func (pl *plan) encMatvecQ40(groups, threads [3]uint32, w, scales, biases, bias, x, out, residual Arg, p *mslMatVecParams) {
-	d := pl.next(kMatvecQ40, groups, threads)
-	d.Args[0] = w
-	d.Args[1] = scales
-	d.Args[2] = biases
-	d.Args[3] = bias
-	d.Args[4] = x
-	d.Args[5] = out
-	d.Args[6] = residual
-	d.NArgs = 7
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecQ50 records kernel matvec_q5_0 with buffers w, scales, biases, bias, x, out, residual at [[buffer(0..6)]] and params at [[buffer(7)]].
-func (pl *plan) encMatvecQ50(groups, threads [3]uint32, w, scales, biases, bias, x, out, residual Arg, p *mslMatVecParams) {
-	d := pl.next(kMatvecQ50, groups, threads)
-	d.Args[0] = w
-	d.Args[1] = scales
-	d.Args[2] = biases
-	d.Args[3] = bias
-	d.Args[4] = x
-	d.Args[5] = out
-	d.Args[6] = residual
-	d.NArgs = 7
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecQ4K records kernel matvec_q4_k with buffers w, scales, biases, bias, x, out, residual at [[buffer(0..6)]] and params at [[buffer(7)]].
-func (pl *plan) encMatvecQ4K(groups, threads [3]uint32, w, scales, biases, bias, x, out, residual Arg, p *mslMatVecParams) {
-	d := pl.next(kMatvecQ4K, groups, threads)
-	d.Args[0] = w
-	d.Args[1] = scales
-	d.Args[2] = biases
-	d.Args[3] = bias
-	d.Args[4] = x
-	d.Args[5] = out
-	d.Args[6] = residual
-	d.NArgs = 7
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecQ5K records kernel matvec_q5_k with buffers w, scales, biases, bias, x, out, residual at [[buffer(0..6)]] and params at [[buffer(7)]].
-func (pl *plan) encMatvecQ5K(groups, threads [3]uint32, w, scales, biases, bias, x, out, residual Arg, p *mslMatVecParams) {
-	d := pl.next(kMatvecQ5K, groups, threads)
-	d.Args[0] = w
-	d.Args[1] = scales
-	d.Args[2] = biases
-	d.Args[3] = bias
-	d.Args[4] = x
-	d.Args[5] = out
-	d.Args[6] = residual
-	d.NArgs = 7
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecQ6K records kernel matvec_q6_k with buffers w, scales, biases, bias, x, out, residual at [[buffer(0..6)]] and params at [[buffer(7)]].
-func (pl *plan) encMatvecQ6K(groups, threads [3]uint32, w, scales, biases, bias, x, out, residual Arg, p *mslMatVecParams) {
-	d := pl.next(kMatvecQ6K, groups, threads)
-	d.Args[0] = w
-	d.Args[1] = scales
-	d.Args[2] = biases
-	d.Args[3] = bias
-	d.Args[4] = x
-	d.Args[5] = out
-	d.Args[6] = residual
-	d.NArgs = 7
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecSiluF32 records kernel matvec_silu_f32 with buffers wg, sg_, bg, wu, su, bu, x, gate, up, out at [[buffer(0..9)]] and params at [[buffer(10)]].
-func (pl *plan) encMatvecSiluF32(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, gate, up, out Arg, p *mslMatVecPairParams) {
-	d := pl.next(kMatvecSiluF32, groups, threads)
-	d.Args[0] = wg
-	d.Args[1] = sg_
-	d.Args[2] = bg
-	d.Args[3] = wu
-	d.Args[4] = su
-	d.Args[5] = bu
-	d.Args[6] = x
-	d.Args[7] = gate
-	d.Args[8] = up
-	d.Args[9] = out
-	d.NArgs = 10
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecSiluF16 records kernel matvec_silu_f16 with buffers wg, sg_, bg, wu, su, bu, x, gate, up, out at [[buffer(0..9)]] and params at [[buffer(10)]].
-func (pl *plan) encMatvecSiluF16(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, gate, up, out Arg, p *mslMatVecPairParams) {
-	d := pl.next(kMatvecSiluF16, groups, threads)
-	d.Args[0] = wg
-	d.Args[1] = sg_
-	d.Args[2] = bg
-	d.Args[3] = wu
-	d.Args[4] = su
-	d.Args[5] = bu
-	d.Args[6] = x
-	d.Args[7] = gate
-	d.Args[8] = up
-	d.Args[9] = out
-	d.NArgs = 10
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecSiluBf16 records kernel matvec_silu_bf16 with buffers wg, sg_, bg, wu, su, bu, x, gate, up, out at [[buffer(0..9)]] and params at [[buffer(10)]].
-func (pl *plan) encMatvecSiluBf16(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, gate, up, out Arg, p *mslMatVecPairParams) {
-	d := pl.next(kMatvecSiluBf16, groups, threads)
-	d.Args[0] = wg
-	d.Args[1] = sg_
-	d.Args[2] = bg
-	d.Args[3] = wu
-	d.Args[4] = su
-	d.Args[5] = bu
-	d.Args[6] = x
-	d.Args[7] = gate
-	d.Args[8] = up
-	d.Args[9] = out
-	d.NArgs = 10
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecSiluAffine4 records kernel matvec_silu_affine4 with buffers wg, sg_, bg, wu, su, bu, x, gate, up, out at [[buffer(0..9)]] and params at [[buffer(10)]].
-func (pl *plan) encMatvecSiluAffine4(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, gate, up, out Arg, p *mslMatVecPairParams) {
-	d := pl.next(kMatvecSiluAffine4, groups, threads)
-	d.Args[0] = wg
-	d.Args[1] = sg_
-	d.Args[2] = bg
-	d.Args[3] = wu
-	d.Args[4] = su
-	d.Args[5] = bu
-	d.Args[6] = x
-	d.Args[7] = gate
-	d.Args[8] = up
-	d.Args[9] = out
-	d.NArgs = 10
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecSiluAffine8 records kernel matvec_silu_affine8 with buffers wg, sg_, bg, wu, su, bu, x, gate, up, out at [[buffer(0..9)]] and params at [[buffer(10)]].
-func (pl *plan) encMatvecSiluAffine8(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, gate, up, out Arg, p *mslMatVecPairParams) {
-	d := pl.next(kMatvecSiluAffine8, groups, threads)
-	d.Args[0] = wg
-	d.Args[1] = sg_
-	d.Args[2] = bg
-	d.Args[3] = wu
-	d.Args[4] = su
-	d.Args[5] = bu
-	d.Args[6] = x
-	d.Args[7] = gate
-	d.Args[8] = up
-	d.Args[9] = out
-	d.NArgs = 10
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecSiluQ80 records kernel matvec_silu_q8_0 with buffers wg, sg_, bg, wu, su, bu, x, gate, up, out at [[buffer(0..9)]] and params at [[buffer(10)]].
-func (pl *plan) encMatvecSiluQ80(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, gate, up, out Arg, p *mslMatVecPairParams) {
-	d := pl.next(kMatvecSiluQ80, groups, threads)
-	d.Args[0] = wg
-	d.Args[1] = sg_
-	d.Args[2] = bg
-	d.Args[3] = wu
-	d.Args[4] = su
-	d.Args[5] = bu
-	d.Args[6] = x
-	d.Args[7] = gate
-	d.Args[8] = up
-	d.Args[9] = out
-	d.NArgs = 10
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecSiluQ40 records kernel matvec_silu_q4_0 with buffers wg, sg_, bg, wu, su, bu, x, gate, up, out at [[buffer(0..9)]] and params at [[buffer(10)]].
-func (pl *plan) encMatvecSiluQ40(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, gate, up, out Arg, p *mslMatVecPairParams) {
-	d := pl.next(kMatvecSiluQ40, groups, threads)
-	d.Args[0] = wg
-	d.Args[1] = sg_
-	d.Args[2] = bg
-	d.Args[3] = wu
-	d.Args[4] = su
-	d.Args[5] = bu
-	d.Args[6] = x
-	d.Args[7] = gate
-	d.Args[8] = up
-	d.Args[9] = out
-	d.NArgs = 10
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecSiluQ50 records kernel matvec_silu_q5_0 with buffers wg, sg_, bg, wu, su, bu, x, gate, up, out at [[buffer(0..9)]] and params at [[buffer(10)]].
-func (pl *plan) encMatvecSiluQ50(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, gate, up, out Arg, p *mslMatVecPairParams) {
-	d := pl.next(kMatvecSiluQ50, groups, threads)
-	d.Args[0] = wg
-	d.Args[1] = sg_
-	d.Args[2] = bg
-	d.Args[3] = wu
-	d.Args[4] = su
-	d.Args[5] = bu
-	d.Args[6] = x
-	d.Args[7] = gate
-	d.Args[8] = up
-	d.Args[9] = out
-	d.NArgs = 10
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecSiluQ4K records kernel matvec_silu_q4_k with buffers wg, sg_, bg, wu, su, bu, x, gate, up, out at [[buffer(0..9)]] and params at [[buffer(10)]].
-func (pl *plan) encMatvecSiluQ4K(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, gate, up, out Arg, p *mslMatVecPairParams) {
-	d := pl.next(kMatvecSiluQ4K, groups, threads)
-	d.Args[0] = wg
-	d.Args[1] = sg_
-	d.Args[2] = bg
-	d.Args[3] = wu
-	d.Args[4] = su
-	d.Args[5] = bu
-	d.Args[6] = x
-	d.Args[7] = gate
-	d.Args[8] = up
-	d.Args[9] = out
-	d.NArgs = 10
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecSiluQ5K records kernel matvec_silu_q5_k with buffers wg, sg_, bg, wu, su, bu, x, gate, up, out at [[buffer(0..9)]] and params at [[buffer(10)]].
-func (pl *plan) encMatvecSiluQ5K(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, gate, up, out Arg, p *mslMatVecPairParams) {
-	d := pl.next(kMatvecSiluQ5K, groups, threads)
-	d.Args[0] = wg
-	d.Args[1] = sg_
-	d.Args[2] = bg
-	d.Args[3] = wu
-	d.Args[4] = su
-	d.Args[5] = bu
-	d.Args[6] = x
-	d.Args[7] = gate
-	d.Args[8] = up
-	d.Args[9] = out
-	d.NArgs = 10
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encMatvecSiluQ6K records kernel matvec_silu_q6_k with buffers wg, sg_, bg, wu, su, bu, x, gate, up, out at [[buffer(0..9)]] and params at [[buffer(10)]].
-func (pl *plan) encMatvecSiluQ6K(groups, threads [3]uint32, wg, sg_, bg, wu, su, bu, x, gate, up, out Arg, p *mslMatVecPairParams) {
-	d := pl.next(kMatvecSiluQ6K, groups, threads)
-	d.Args[0] = wg
-	d.Args[1] = sg_
-	d.Args[2] = bg
-	d.Args[3] = wu
-	d.Args[4] = su
-	d.Args[5] = bu
-	d.Args[6] = x
-	d.Args[7] = gate
-	d.Args[8] = up
-	d.Args[9] = out
-	d.NArgs = 10
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 
@@ -1587,16 +1178,6 @@ func (pl *plan) encCopyBuf(groups, threads [3]uint32, src, dst Arg, p *mslEltPar
 	d.Args[0] = src
 	d.Args[1] = dst
 	d.NArgs = 2
-	d.NParams = uint32(p.encode(d.Params[:]))
-}
-
-// encRope records kernel rope with buffers x, invFreq, step at [[buffer(0..2)]] and params at [[buffer(3)]].
-func (pl *plan) encRope(groups, threads [3]uint32, x, invFreq, step Arg, p *mslRopeParams) {
-	d := pl.next(kRope, groups, threads)
-	d.Args[0] = x
-	d.Args[1] = invFreq
-	d.Args[2] = step
-	d.NArgs = 3
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 

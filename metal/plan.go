@@ -159,27 +159,42 @@ func (w *mslWeight) bytesPerRow() int64 {
 
 func (w *mslWeight) bytes() int64 { return int64(w.rows) * w.bytesPerRow() }
 
+// normBytes is what a folded norm of cols values reads of its weight: nothing when it is off.
+func normBytes(n mslNormParams, cols uint32) int64 {
+	if n.on == 0 {
+		return 0
+	}
+	return int64(cols) * dtBytes(n.dt)
+}
+
 func (c *Counter) count(d *Dispatch) {
 	const f = 4 // float32 activations
 	k := &c.counts
 	switch d.Kernel {
-	case kMatvecF32, kMatvecF16, kMatvecBf16, kMatvecAffine4, kMatvecAffine8, kMatvecQ80, kMatvecQ40,
-		kMatvecQ50, kMatvecQ4K, kMatvecQ5K, kMatvecQ6K:
-		p := params[mslMatVecParams](d)
-		rows, cols, batch := int64(p.w.rows), int64(p.w.cols), int64(d.Groups[1])
-		k.WeightBytes += p.w.bytes()
-		if p.hasBias != 0 {
-			k.WeightBytes += rows * dtBytes(p.biasDT)
+	case kMatvecsF32, kMatvecsF16, kMatvecsBf16, kMatvecsAffine4, kMatvecsAffine8, kMatvecsQ80, kMatvecsQ40,
+		kMatvecsQ50, kMatvecsQ4K, kMatvecsQ5K, kMatvecsQ6K:
+		p := params[mslMatVecsParams](d)
+		rows := [3]uint32{p.rows0, p.rows1, p.rows2}
+		dts := [3]uint32{p.biasDT0, p.biasDT1, p.biasDT2}
+		for i, r := range rows {
+			w := p.w
+			w.rows = r
+			k.WeightBytes += w.bytes()
+			if p.hasBias>>i&1 != 0 {
+				k.WeightBytes += int64(r) * dtBytes(dts[i])
+			}
+			k.ActivationBytes += f * int64(r)
 		}
-		k.ActivationBytes += batch * f * (cols + rows)
+		k.WeightBytes += normBytes(p.norm, p.w.cols)
+		k.ActivationBytes += f * int64(p.w.cols)
 		if p.addTo != 0 {
-			k.ActivationBytes += batch * f * 2 * rows
+			k.ActivationBytes += f * 2 * int64(p.rows0)
 		}
-	case kMatvecSiluF32, kMatvecSiluF16, kMatvecSiluBf16, kMatvecSiluAffine4, kMatvecSiluAffine8, kMatvecSiluQ80,
-		kMatvecSiluQ40, kMatvecSiluQ50, kMatvecSiluQ4K, kMatvecSiluQ5K, kMatvecSiluQ6K:
-		p := params[mslMatVecPairParams](d)
-		k.WeightBytes += p.gate.bytes() + p.up.bytes()
-		k.ActivationBytes += f * (int64(p.gate.cols) + 3*int64(p.gate.rows))
+	case kMatvecGluF32, kMatvecGluF16, kMatvecGluBf16, kMatvecGluAffine4, kMatvecGluAffine8, kMatvecGluQ80,
+		kMatvecGluQ40, kMatvecGluQ50, kMatvecGluQ4K, kMatvecGluQ5K, kMatvecGluQ6K:
+		p := params[mslGLUParams](d)
+		k.WeightBytes += p.gate.bytes() + p.up.bytes() + normBytes(p.norm, p.gate.cols)
+		k.ActivationBytes += f * (int64(p.gate.cols) + int64(p.gate.rows))
 	case kMatmul:
 		p := params[mslMatMulParams](d)
 		k.WeightBytes += p.w.bytes()
@@ -195,15 +210,12 @@ func (c *Counter) count(d *Dispatch) {
 		p := params[mslRMSNormParams](d)
 		k.WeightBytes += int64(p.n) * dtBytes(p.wDT)
 		k.ActivationBytes += 2 * f * int64(d.Groups[0]) * int64(p.n)
-	case kRope:
-		p := params[mslRopeParams](d)
-		k.ActivationBytes += 2 * f * int64(p.rows) * int64(p.heads) * 2 * int64(p.pairs)
 	case kKvStore:
 		p := params[mslKVStoreParams](d)
 		n := int64(p.rope.rows) * int64(p.rope.heads) * int64(p.rope.headDim)
 		k.ActivationBytes += 2 * f * n
 		k.KVBytes += 2 * kvBytes(p.kvHalf) * n
-	case kAttention, kAttentionBlock:
+	case kAttentionBlock, kAttentionDecode, kAttentionDecode64, kAttentionDecode128, kAttentionDecode256:
 		p := params[mslAttnParams](d)
 		// Query row r attends positions (last-window, last] with last = step[0]+r; together the
 		// rows read the keys and values from the first row's first position to the last row's.
@@ -214,6 +226,12 @@ func (c *Counter) count(d *Dispatch) {
 		}
 		k.KVBytes += 2 * kvBytes(p.kvHalf) * (last - first + 1) * int64(p.kvHeads) * int64(p.headDim)
 		k.ActivationBytes += 2 * f * int64(p.rows) * int64(p.heads) * int64(p.headDim)
+		if d.Kernel != kAttentionBlock && p.splits > 1 {
+			k.ActivationBytes += f * int64(p.heads) * int64(p.splits) * int64(p.headDim+2)
+		}
+	case kAttentionReduce:
+		p := params[mslAttnParams](d)
+		k.ActivationBytes += f * int64(p.heads) * (int64(p.splits)*int64(p.headDim+2) + int64(p.headDim))
 	case kSiluMul, kGeluMul, kAddInplace:
 		k.ActivationBytes += 3 * f * int64(params[mslEltParams](d).n)
 	case kScaleInplace:

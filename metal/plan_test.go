@@ -24,9 +24,9 @@ func TestCounterStep(t *testing.T) {
 		wantW := 2*layer + aff(1, dim) + 4*int64(dim) + aff(vocab, dim)
 		// Keys and values of positions 0..pos read, those of pos written, both half.
 		wantKV := 2 * int64(2*2*kvd*(pos+1)+2*2*kvd)
-		// Per layer the q, k and v projections run together, as do the rotation of q and the
-		// cache write: 8 barriers for 11 dispatches; then the final norm and the head.
-		want := PlanCounts{Dispatches: 11*2 + 3, Barriers: 8*2 + 2, Commits: 1, HostWaits: 1, WeightBytes: wantW, KVBytes: wantKV}
+		// Per layer 6 dispatches, each using what the one before wrote (a barrier before each
+		// but the first); then the head with the final norm folded in.
+		want := PlanCounts{Dispatches: 6*2 + 2, Barriers: 6*2 + 1, Commits: 1, HostWaits: 1, WeightBytes: wantW, KVBytes: wantKV}
 		got.ActivationBytes = 0
 		if got != want {
 			t.Errorf("position %d:\n got %+v\nwant %+v", pos, got, want)
@@ -37,13 +37,16 @@ func TestCounterStep(t *testing.T) {
 // TestParamsView checks that params reads the words encode wrote, field by field.
 func TestParamsView(t *testing.T) {
 	var pl plan
-	p := mslMatVecParams{w: mslWeight{fmt: 1, rows: 2, cols: 3, rowBytes: 4, bits: 5, groupSize: 6, scaleDT: 7}, hasBias: 8, biasDT: 9, addTo: 10}
-	pl.encMatvecF32(groups1(1, 1), mvThreads, Arg{}, Arg{}, Arg{}, Arg{}, Arg{}, Arg{}, Arg{}, &p)
-	if got := *params[mslMatVecParams](&pl.ds[0]); got != p {
+	p := mslMatVecsParams{w: mslWeight{fmt: 1, rows: 2, cols: 3, rowBytes: 4, bits: 5, groupSize: 6, scaleDT: 7}, rows0: 8,
+		rows1: 9, rows2: 10, hasBias: 11, biasDT0: 12, biasDT1: 13, biasDT2: 14, addTo: 15,
+		norm: mslNormParams{on: 16, dt: 17, eps: 0.25, offset: 19}}
+	var a0 Arg
+	pl.encMatvecsF32(groups1(1, 1), mvThreads, a0, a0, a0, a0, a0, a0, a0, a0, a0, a0, a0, a0, a0, a0, a0, a0, a0, a0, &p)
+	if got := *params[mslMatVecsParams](&pl.ds[0]); got != p {
 		t.Errorf("params view %+v, want %+v", got, p)
 	}
-	a := mslAttnParams{rows: 1, heads: 2, kvHeads: 3, headDim: 4, scale: 0.5, window: 6}
-	pl.encAttention(groups1(1, 1), mvThreads, Arg{}, Arg{}, Arg{}, Arg{}, Arg{}, &a)
+	a := mslAttnParams{rows: 1, heads: 2, kvHeads: 3, headDim: 4, scale: 0.5, window: 6, kvHalf: 7, pairs: 8, style: 9, splits: 10}
+	pl.encAttentionDecode(groups1(1, 1), mvThreads, a0, a0, a0, a0, a0, a0, a0, &a)
 	if got := *params[mslAttnParams](&pl.ds[1]); got != a {
 		t.Errorf("params view %+v, want %+v", got, a)
 	}

@@ -128,16 +128,16 @@ func (m *stepModel) stepCalls(pos int) {
 	}
 }
 
-// TestStepDispatches checks the plan of a decode step: 11 dispatches per layer (the rotation of
-// k folded into the cache write; gate, up and SiLU in one pass; both residual adds folded into
-// the o and down projections) plus embed, final norm and head,
-// submitted in one Run, with no allocation once the plan has grown.
+// TestStepDispatches checks the plan of a decode step: 6 dispatches per layer (norm, q, k and v
+// in one matvecs pass; the rotation of k in the cache write, of q in attention; the residual
+// adds in the o and down projections; norm, gate, up and SiLU in one matvec_glu pass) plus
+// embed and the head with the final norm folded in, with no allocation once the plan has grown.
 func TestStepDispatches(t *testing.T) {
 	m, dev := newStepModel(t, 3)
 	if err := m.step(0); err != nil {
 		t.Fatal(err)
 	}
-	if want := 11*3 + 3; dev.dispatches != want {
+	if want := 6*3 + 2; dev.dispatches != want {
 		t.Fatalf("%d dispatches per step, want %d", dev.dispatches, want)
 	}
 	pos := 1

@@ -10,6 +10,7 @@ const (
 	scratchNorm = iota // a folded Norm's rows
 	scratchTmp         // MatMulAdd's product
 	scratchGLU         // GLU's gate and up projections
+	scratchAttn        // decode attention's parts of a split context
 	numScratch
 )
 

@@ -164,16 +164,12 @@ inline float dequant(Weight wt, device const uchar* w, device const uchar* scale
 }
 #line 1 "metal/kernels/attention.metal"
 // attention.metal: causal attention of query rows over the KV cache with online softmax; query
-// row r sees positions 0..pos+r (or its last `window` of them). The caches are bound at the layer's position 0. pos, the position
-// of query row 0, is read from device memory (step[0]) rather than the parameters, so a recorded
+// row r sees positions 0..pos+r (or its last `window` of them). The caches are bound at the
+// layer's position 0. pos, the position of query row 0, is read from device memory (step[0]) rather than the parameters, so a recorded
 // decode plan replays unchanged at every position (see metal/README.md).
 //
-// `attention` is for decode: one threadgroup per head. Its ATT_SIMDGROUPS simdgroups take
-// interleaved chunks of 32 positions; in a chunk, lane l scores position 32c+l against q (staged
-// in threadgroup memory), the chunk's weights update a running max and normalizer, and lane l
-// accumulates dims l, l+32, ... of the weighted values, taking each position's weight by
-// broadcast. Per 32 positions that is one simd_max, one simd_sum and 32 broadcasts instead of
-// 32 simd_sums. The simdgroups' partial results merge through threadgroup memory at the end.
+// attention_decode (one query row) and attention_block (a prefill block) below; both rotate q
+// by RoPE as they load it (q itself is left as it is).
 //
 // The caches hold half values by default (p.kvHalf; half the bytes decode attention streams
 // every token) or float ones; arithmetic is float32 either way.
@@ -206,74 +202,11 @@ inline uint att_first(uint last, uint window) {
   return window > 0 && last + 1 > window ? last + 1 - window : 0;
 }
 
-kernel void attention(device const float* q [[buffer(0)]], device const float* kcache [[buffer(1)]],
-                      device const float* vcache [[buffer(2)]], device float* out [[buffer(3)]],
-                      device const uint* step [[buffer(4)]], constant AttnParams& p [[buffer(5)]],
-                      uint2 tg [[threadgroup_position_in_grid]],
-                      uint tid [[thread_index_in_threadgroup]], uint sg [[simdgroup_index_in_threadgroup]],
-                      uint lane [[thread_index_in_simdgroup]]) {
-  threadgroup float qs[ATT_MAX_HEAD_DIM];
-  threadgroup float tmax[ATT_SIMDGROUPS];
-  threadgroup float tsum[ATT_SIMDGROUPS];
-  threadgroup float tacc[ATT_SIMDGROUPS * ATT_MAX_HEAD_DIM];
-  const uint h = tg.x, hd = p.headDim;
-  const uint kvh = h / (p.heads / p.kvHeads), kvStride = p.kvHeads * hd;
-  const bool kvHalf = p.kvHalf != 0;
-  device const float* qr = q + h * hd;
-  for (uint d = tid; d < hd; d += ATT_SIMDGROUPS * SIMD) qs[d] = qr[d] * p.scale;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  float acc[ATT_DIMS_PER_LANE];
-  for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) acc[j] = 0.0f;
-  // -FLT_MAX, not -INFINITY: fast math may assume no infinities. exp(-FLT_MAX - s) is 0.
-  float m = -FLT_MAX, l = 0.0f;
-  const uint last = step[0];
-  for (uint t0 = att_first(last, p.window) + sg * SIMD; t0 <= last; t0 += ATT_SIMDGROUPS * SIMD) {
-    const uint n = min(uint(SIMD), last - t0 + 1);  // positions of this chunk, uniform
-    const uint t = t0 + min(lane, n - 1);
-    const uint kp = t * kvStride + kvh * hd;
-    float s = 0.0f;
-    for (uint d = 0; d < hd; d++) s += qs[d] * kv_load(kcache, kp + d, kvHalf);
-    s = lane < n ? s : -FLT_MAX;
-    const float mn = max(m, simd_max(s));
-    const float w = lane < n ? exp(s - mn) : 0.0f;
-    const float corr = exp(m - mn);
-    l = l * corr + simd_sum(w);
-    for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) acc[j] *= corr;
-    for (uint i = 0; i < n; i++) {
-      const float wi = simd_broadcast(w, ushort(i));
-      const uint vp = (t0 + i) * kvStride + kvh * hd;
-      for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) {
-        uint d = lane + SIMD * j;
-        if (d < hd) acc[j] += wi * kv_load(vcache, vp + d, kvHalf);
-      }
-    }
-    m = mn;
-  }
-  if (lane == 0) {
-    tmax[sg] = m;
-    tsum[sg] = l;
-  }
-  for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) {
-    uint d = lane + SIMD * j;
-    if (d < hd) tacc[sg * ATT_MAX_HEAD_DIM + d] = acc[j];
-  }
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  float mx = tmax[0];
-  for (uint i = 1; i < ATT_SIMDGROUPS; i++) mx = max(mx, tmax[i]);
-  float total = 0.0f;
-  for (uint i = 0; i < ATT_SIMDGROUPS; i++) total += tsum[i] * exp(tmax[i] - mx);
-  device float* o = out + h * hd;
-  for (uint d = tid; d < hd; d += ATT_SIMDGROUPS * SIMD) {
-    float v = 0.0f;
-    for (uint i = 0; i < ATT_SIMDGROUPS; i++) v += tacc[i * ATT_MAX_HEAD_DIM + d] * exp(tmax[i] - mx);
-    o[d] = v / total;
-  }
-}
-
 // attention_block is for a prefill block: a threadgroup takes ATB_ROWS consecutive query rows of
 // one head, one per simdgroup, and walks the positions in tiles of ATB_TILE that all threads
 // stage in threadgroup memory, so K and V are read from device memory once per ATB_ROWS rows
-// rather than once per row. Loop bounds and barriers are uniform over the threadgroup; each
+// rather than once per row. Each row of q is rotated by RoPE as it is loaded, as in
+// attention_decode. Loop bounds and barriers are uniform over the threadgroup; each
 // simdgroup skips positions past its own row's last, and rows past the end compute nothing.
 // Grid: (heads, ceil(rows/ATB_ROWS)) threadgroups of ATB_ROWS*32 threads.
 #define ATB_ROWS 4
@@ -281,7 +214,8 @@ kernel void attention(device const float* q [[buffer(0)]], device const float* k
 
 kernel void attention_block(device const float* q [[buffer(0)]], device const float* kcache [[buffer(1)]],
                             device const float* vcache [[buffer(2)]], device float* out [[buffer(3)]],
-                            device const uint* step [[buffer(4)]], constant AttnParams& p [[buffer(5)]],
+                            device const uint* step [[buffer(4)]], device const float* invFreq [[buffer(5)]],
+                            constant AttnParams& p [[buffer(6)]],
                             uint2 tg [[threadgroup_position_in_grid]],
                             uint tid [[thread_index_in_threadgroup]], uint sg [[simdgroup_index_in_threadgroup]],
                             uint lane [[thread_index_in_simdgroup]]) {
@@ -299,7 +233,7 @@ kernel void attention_block(device const float* q [[buffer(0)]], device const fl
   device const float* qr = q + (min(r, p.rows - 1) * p.heads + h) * hd;
   for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) {
     uint d = lane + SIMD * j;
-    qv[j] = d < hd ? qr[d] * p.scale : 0.0f;
+    qv[j] = d < hd ? rope_dim(qr, d, last, invFreq, p.pairs, p.style) * p.scale : 0.0f;
     acc[j] = 0.0f;
   }
   float m = -FLT_MAX, l = 0.0f;
@@ -549,6 +483,7 @@ kernel void attention_decode_256(device const float* q [[buffer(0)]], device con
   }
 }
 
+// attention_reduce merges the p.splits parts of each head that attention_decode left in part.
 // Grid: heads threadgroups.
 kernel void attention_reduce(device const float* part [[buffer(0)]], device float* out [[buffer(1)]],
                              constant AttnParams& p [[buffer(2)]], uint h [[threadgroup_position_in_grid]],
@@ -678,27 +613,21 @@ kernel void matmul(device const uchar* w [[buffer(0)]], device const uchar* scal
   }
 }
 #line 1 "metal/kernels/matvec.metal"
-// matvec.metal: out[b][o] = sum_i x[b][i] * W[o][i] (+ bias[o]) for decode, one kernel per weight
-// format. The structure follows MLX's qmv_fast: a threadgroup of 2 simdgroups, each producing 4
-// output rows; every lane owns 16 consecutive inputs per step (512 per simdgroup step), reads
-// x once for all 4 rows, and the rows' partial dots meet in simd_sum. Rows past the end are
-// clamped for reading and skipped for writing, so any row count works; inputs past the end of
-// an F32/F16/BF16 row (the only formats whose cols need not be a multiple of 16) are skipped.
-// Grid: (ceil(rows/8), batch) threadgroups of 64 threads.
+// matvec.metal: the decode mat-vecs, one kernel per weight format. matvecs_<fmt> writes
+// out_i[o] = sum_j x[j] * W_i[o][j] (+ bias_i[o]) for up to 3 weights W_i of one format over one
+// x (q, k and v; the output head; one weight for any other single-row MatMul), their rows one
+// grid, optionally adding out_0 to a residual (MatMulAdd); matvec_glu_<fmt> writes
+// act(x·gateᵀ) * (x·upᵀ) for an MLP's gate and up weights. Both can fold an RMSNorm of x in:
+// the lanes add up x² in the loop that loads x for the dot products, each simdgroup reads all
+// of x so its simd_sum is the row's sum, and the dot products of W with x*(w+offset) are scaled
+// by 1/sqrt(mean(x²)+eps) at the end; no separate pass over x, no normalized copy.
 //
-// matvecs_<fmt> is the decode step's shared-input mat-vec: up to 3 weights of one format over
-// one x (q, k and v; the output head), their rows one grid, and an RMSNorm of x folded in: the
-// lanes add up x² in the loop that loads x for the dot products, each simdgroup reads all of x
-// so its simd_sum is the row's sum, and the dot products of W with x*(w+offset) are scaled by
-// 1/sqrt(mean(x²)+eps) at the end; no separate pass over x, no normalized copy. matvec_glu_<fmt>
-// does the same for an MLP's gate and up weights and writes act(gate)*up.
-
-struct MatVecParams {
-  Weight w;
-  uint hasBias;
-  uint biasDT;
-  uint addTo;  // 1: also residual[row] += out[row] (the residual add that follows o/down)
-};
+// The structure follows MLX's qmv_fast: a threadgroup of 2 simdgroups, each producing 4 output
+// rows; every lane owns 16 consecutive inputs per step (512 per simdgroup step), reads x once
+// for all 4 rows (and for gate and up), and the rows' partial dots meet in simd_sum. Rows past
+// the end are clamped for reading and skipped for writing, so any row count works; inputs past
+// the end of an F32/F16/BF16 row (the only formats whose cols need not be a multiple of 16) are
+// skipped. Grid: sum of ceil(rows_i/8) threadgroups of 64 threads.
 
 // NormParams describes an RMSNorm folded into a mat-vec: x is used as x*(w+offset)/sqrt(mean(x²)+eps).
 struct NormParams {
@@ -728,12 +657,6 @@ struct GLUParams {
   Weight up;
   uint act;  // ACT_*
   NormParams norm;
-};
-
-// MatVecPairParams: two matrices of the same format and shape over one x (gate and up).
-struct MatVecPairParams {
-  Weight gate;
-  Weight up;
 };
 
 #define MV_ROWS 4
@@ -942,67 +865,6 @@ struct FmtQ6_K : FmtAffine8 {
   }
 };
 
-template <class F>
-inline void matvec_impl(device const uchar* w, device const uchar* scales, device const uchar* biases,
-                        device const uchar* bias, device const float* x, device float* out,
-                        device float* residual, constant MatVecParams& p, uint2 tg, uint sg, uint lane) {
-  const Weight wt = p.w;
-  const uint row0 = (tg.x * MV_SIMDGROUPS + sg) * MV_ROWS;
-  x += tg.y * wt.cols;
-  out += tg.y * wt.rows;
-  float acc[MV_ROWS] = {0.0f, 0.0f, 0.0f, 0.0f};
-  float xv[MV_CHUNK];
-  const uint chunks = (wt.cols + MV_CHUNK - 1) / MV_CHUNK;
-  for (uint c = lane; c < chunks; c += SIMD) {
-    float xs = F::load_x(x + c * MV_CHUNK, c, wt.cols - c * MV_CHUNK, xv);
-    for (uint r = 0; r < MV_ROWS; r++) {
-      uint row = min(row0 + r, wt.rows - 1);
-      acc[r] += F::dot(wt, w + row * wt.rowBytes, scales, biases, row, c, xv, xs);
-    }
-  }
-  for (uint r = 0; r < MV_ROWS; r++) {
-    float s = simd_sum(acc[r]);
-    uint row = row0 + r;
-    if (lane == 0 && row < wt.rows) {
-      s += p.hasBias != 0 ? load_elem(bias, row, p.biasDT) : 0.0f;
-      out[row] = s;
-      if (p.addTo != 0) residual[tg.y * wt.rows + row] += s;
-    }
-  }
-}
-
-// matvec_silu_impl is the gate and up projections of an MLP in one pass: each simdgroup makes 4
-// rows of both from one read of x, writes them (so the two MatMul results exist as if run
-// separately) and out = silu(gate) * up.
-template <class F>
-inline void matvec_silu_impl(device const uchar* wg, device const uchar* sg_, device const uchar* bg,
-                             device const uchar* wu, device const uchar* su, device const uchar* bu,
-                             device const float* x, device float* gate, device float* up, device float* out,
-                             constant MatVecPairParams& p, uint2 tg, uint sg, uint lane) {
-  const Weight wt = p.gate, wt2 = p.up;
-  const uint row0 = (tg.x * MV_SIMDGROUPS + sg) * MV_ROWS;
-  float ag[MV_ROWS] = {0.0f, 0.0f, 0.0f, 0.0f}, au[MV_ROWS] = {0.0f, 0.0f, 0.0f, 0.0f};
-  float xv[MV_CHUNK];
-  const uint chunks = (wt.cols + MV_CHUNK - 1) / MV_CHUNK;
-  for (uint c = lane; c < chunks; c += SIMD) {
-    float xs = F::load_x(x + c * MV_CHUNK, c, wt.cols - c * MV_CHUNK, xv);
-    for (uint r = 0; r < MV_ROWS; r++) {
-      uint row = min(row0 + r, wt.rows - 1);
-      ag[r] += F::dot(wt, wg + row * wt.rowBytes, sg_, bg, row, c, xv, xs);
-      au[r] += F::dot(wt2, wu + row * wt2.rowBytes, su, bu, row, c, xv, xs);
-    }
-  }
-  for (uint r = 0; r < MV_ROWS; r++) {
-    float g = simd_sum(ag[r]), u = simd_sum(au[r]);
-    uint row = row0 + r;
-    if (lane == 0 && row < wt.rows) {
-      gate[row] = g;
-      up[row] = u;
-      out[row] = silu(g) * u;
-    }
-  }
-}
-
 // mv_load fills xv with chunk c of x for F::dot and returns F::load_x's sum; with a folded norm
 // it adds the chunk's squares of x to ss and loads x times the norm weight instead.
 template <class F>
@@ -1108,215 +970,6 @@ inline void matvec_glu_impl(device const uchar* wg, device const uchar* sg_, dev
     uint row = row0 + r;
     if (lane == 0 && row < wt.rows) out[row] = glu_act(g, p.act) * u;
   }
-}
-
-kernel void matvec_f32(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtF32>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_f16(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtF16>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_bf16(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtBF16>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_affine4(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtAffine4>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_affine8(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtAffine8>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_q8_0(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtQ8_0>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_q4_0(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtQ4_0>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_q5_0(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtQ5_0>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_q4_k(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtQ4_K>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_q5_k(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtQ5_K>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_q6_k(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtQ6_K>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_f32(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtF32>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_f16(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtF16>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_bf16(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtBF16>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_affine4(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtAffine4>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_affine8(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtAffine8>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_q8_0(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtQ8_0>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_q4_0(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtQ4_0>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_q5_0(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtQ5_0>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_q4_k(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtQ4_K>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_q5_k(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtQ5_K>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_q6_k(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtQ6_K>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
 }
 
 kernel void matvecs_f32(device const uchar* w0 [[buffer(0)]], device const uchar* s0 [[buffer(1)]],
@@ -1808,8 +1461,9 @@ kernel void copy_buf(device const float* src [[buffer(0)]], device float* dst [[
   dst[i] = src[i];
 }
 #line 1 "metal/kernels/rope.metal"
-// rope.metal: rotary position embedding, alone (queries) or fused with the KV-cache write (keys
-// and values, one pass instead of a rotation then a copy).
+// rope.metal: rotary position embedding fused with the KV-cache write (keys and values, one
+// pass instead of a rotation then a copy). Queries are rotated by the attention kernels as they
+// load them (rope_dim in common.metal).
 //
 // The angles use precise::sin and cos: fast math's may be off by 2^-13 (more for the large angles
 // of late positions), an error every query and key would carry into attention.
@@ -1821,22 +1475,6 @@ struct RopeParams {
   uint style;    // ROPE_*
   uint pairs;    // rotated pairs: dimensions 0 .. 2*pairs-1 rotate, the rest pass through
 };
-
-// rope rotates x in place; one thread per (row, head, rotation pair).
-kernel void rope(device float* x [[buffer(0)]], device const float* invFreq [[buffer(1)]],
-                 device const uint* step [[buffer(2)]], constant RopeParams& p [[buffer(3)]],
-                 uint gid [[thread_position_in_grid]]) {
-  uint np = p.pairs;
-  if (gid >= p.rows * p.heads * np) return;
-  uint i = gid % np, h = (gid / np) % p.heads, r = gid / (np * p.heads);
-  float a = float(step[0] + r) * invFreq[i];
-  float c = precise::cos(a), s = precise::sin(a);
-  uint2 d = rope_pair(i, np, p.style);
-  device float* v = x + (r * p.heads + h) * p.headDim;
-  float x0 = v[d.x], x1 = v[d.y];
-  v[d.x] = x0 * c - x1 * s;
-  v[d.y] = x0 * s + x1 * c;
-}
 
 struct KVStoreParams {
   RopeParams rope;  // heads = KV heads
@@ -2133,11 +1771,8 @@ kernel void sample_pick(device const uint* winKeys [[buffer(0)]], device const u
 }
 
 namespace {
-void k_attention(void* const* b, const msl::Ids& id) {
-  attention(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), reinterpret_cast<const uint*>(b[4]), *reinterpret_cast<AttnParams*>(b[5]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
 void k_attention_block(void* const* b, const msl::Ids& id) {
-  attention_block(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), reinterpret_cast<const uint*>(b[4]), *reinterpret_cast<AttnParams*>(b[5]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+  attention_block(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), reinterpret_cast<const uint*>(b[4]), reinterpret_cast<const float*>(b[5]), *reinterpret_cast<AttnParams*>(b[6]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
 }
 void k_attention_decode(void* const* b, const msl::Ids& id) {
   attention_decode(reinterpret_cast<const float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), reinterpret_cast<const uint*>(b[4]), reinterpret_cast<const float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<AttnParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
@@ -2171,72 +1806,6 @@ void k_embed(void* const* b, const msl::Ids& id) {
 }
 void k_matmul(void* const* b, const msl::Ids& id) {
   matmul(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const float*>(b[4]), reinterpret_cast<float*>(b[5]), *reinterpret_cast<MatMulParams*>(b[6]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg));
-}
-void k_matvec_f32(void* const* b, const msl::Ids& id) {
-  matvec_f32(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const float*>(b[4]), reinterpret_cast<float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<MatVecParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
-void k_matvec_f16(void* const* b, const msl::Ids& id) {
-  matvec_f16(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const float*>(b[4]), reinterpret_cast<float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<MatVecParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
-void k_matvec_bf16(void* const* b, const msl::Ids& id) {
-  matvec_bf16(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const float*>(b[4]), reinterpret_cast<float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<MatVecParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
-void k_matvec_affine4(void* const* b, const msl::Ids& id) {
-  matvec_affine4(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const float*>(b[4]), reinterpret_cast<float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<MatVecParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
-void k_matvec_affine8(void* const* b, const msl::Ids& id) {
-  matvec_affine8(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const float*>(b[4]), reinterpret_cast<float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<MatVecParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
-void k_matvec_q8_0(void* const* b, const msl::Ids& id) {
-  matvec_q8_0(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const float*>(b[4]), reinterpret_cast<float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<MatVecParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
-void k_matvec_q4_0(void* const* b, const msl::Ids& id) {
-  matvec_q4_0(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const float*>(b[4]), reinterpret_cast<float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<MatVecParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
-void k_matvec_q5_0(void* const* b, const msl::Ids& id) {
-  matvec_q5_0(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const float*>(b[4]), reinterpret_cast<float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<MatVecParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
-void k_matvec_q4_k(void* const* b, const msl::Ids& id) {
-  matvec_q4_k(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const float*>(b[4]), reinterpret_cast<float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<MatVecParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
-void k_matvec_q5_k(void* const* b, const msl::Ids& id) {
-  matvec_q5_k(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const float*>(b[4]), reinterpret_cast<float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<MatVecParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
-void k_matvec_q6_k(void* const* b, const msl::Ids& id) {
-  matvec_q6_k(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const float*>(b[4]), reinterpret_cast<float*>(b[5]), reinterpret_cast<float*>(b[6]), *reinterpret_cast<MatVecParams*>(b[7]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
-void k_matvec_silu_f32(void* const* b, const msl::Ids& id) {
-  matvec_silu_f32(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<float*>(b[7]), reinterpret_cast<float*>(b[8]), reinterpret_cast<float*>(b[9]), *reinterpret_cast<MatVecPairParams*>(b[10]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
-void k_matvec_silu_f16(void* const* b, const msl::Ids& id) {
-  matvec_silu_f16(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<float*>(b[7]), reinterpret_cast<float*>(b[8]), reinterpret_cast<float*>(b[9]), *reinterpret_cast<MatVecPairParams*>(b[10]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
-void k_matvec_silu_bf16(void* const* b, const msl::Ids& id) {
-  matvec_silu_bf16(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<float*>(b[7]), reinterpret_cast<float*>(b[8]), reinterpret_cast<float*>(b[9]), *reinterpret_cast<MatVecPairParams*>(b[10]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
-void k_matvec_silu_affine4(void* const* b, const msl::Ids& id) {
-  matvec_silu_affine4(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<float*>(b[7]), reinterpret_cast<float*>(b[8]), reinterpret_cast<float*>(b[9]), *reinterpret_cast<MatVecPairParams*>(b[10]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
-void k_matvec_silu_affine8(void* const* b, const msl::Ids& id) {
-  matvec_silu_affine8(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<float*>(b[7]), reinterpret_cast<float*>(b[8]), reinterpret_cast<float*>(b[9]), *reinterpret_cast<MatVecPairParams*>(b[10]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
-void k_matvec_silu_q8_0(void* const* b, const msl::Ids& id) {
-  matvec_silu_q8_0(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<float*>(b[7]), reinterpret_cast<float*>(b[8]), reinterpret_cast<float*>(b[9]), *reinterpret_cast<MatVecPairParams*>(b[10]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
-void k_matvec_silu_q4_0(void* const* b, const msl::Ids& id) {
-  matvec_silu_q4_0(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<float*>(b[7]), reinterpret_cast<float*>(b[8]), reinterpret_cast<float*>(b[9]), *reinterpret_cast<MatVecPairParams*>(b[10]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
-void k_matvec_silu_q5_0(void* const* b, const msl::Ids& id) {
-  matvec_silu_q5_0(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<float*>(b[7]), reinterpret_cast<float*>(b[8]), reinterpret_cast<float*>(b[9]), *reinterpret_cast<MatVecPairParams*>(b[10]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
-void k_matvec_silu_q4_k(void* const* b, const msl::Ids& id) {
-  matvec_silu_q4_k(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<float*>(b[7]), reinterpret_cast<float*>(b[8]), reinterpret_cast<float*>(b[9]), *reinterpret_cast<MatVecPairParams*>(b[10]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
-void k_matvec_silu_q5_k(void* const* b, const msl::Ids& id) {
-  matvec_silu_q5_k(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<float*>(b[7]), reinterpret_cast<float*>(b[8]), reinterpret_cast<float*>(b[9]), *reinterpret_cast<MatVecPairParams*>(b[10]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
-}
-void k_matvec_silu_q6_k(void* const* b, const msl::Ids& id) {
-  matvec_silu_q6_k(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const float*>(b[6]), reinterpret_cast<float*>(b[7]), reinterpret_cast<float*>(b[8]), reinterpret_cast<float*>(b[9]), *reinterpret_cast<MatVecPairParams*>(b[10]), msl::Attr<uint2>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
 }
 void k_matvecs_f32(void* const* b, const msl::Ids& id) {
   matvecs_f32(reinterpret_cast<const uchar*>(b[0]), reinterpret_cast<const uchar*>(b[1]), reinterpret_cast<const uchar*>(b[2]), reinterpret_cast<const uchar*>(b[3]), reinterpret_cast<const uchar*>(b[4]), reinterpret_cast<const uchar*>(b[5]), reinterpret_cast<const uchar*>(b[6]), reinterpret_cast<const uchar*>(b[7]), reinterpret_cast<const uchar*>(b[8]), reinterpret_cast<const uchar*>(b[9]), reinterpret_cast<const uchar*>(b[10]), reinterpret_cast<const uchar*>(b[11]), reinterpret_cast<const float*>(b[12]), reinterpret_cast<const uchar*>(b[13]), reinterpret_cast<float*>(b[14]), reinterpret_cast<float*>(b[15]), reinterpret_cast<float*>(b[16]), reinterpret_cast<float*>(b[17]), *reinterpret_cast<MatVecsParams*>(b[18]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
@@ -2325,9 +1894,6 @@ void k_sigmoid_mul(void* const* b, const msl::Ids& id) {
 void k_copy_buf(void* const* b, const msl::Ids& id) {
   copy_buf(reinterpret_cast<const float*>(b[0]), reinterpret_cast<float*>(b[1]), *reinterpret_cast<EltParams*>(b[2]), msl::Attr<uint>(id.tpig));
 }
-void k_rope(void* const* b, const msl::Ids& id) {
-  rope(reinterpret_cast<float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const uint*>(b[2]), *reinterpret_cast<RopeParams*>(b[3]), msl::Attr<uint>(id.tpig));
-}
 void k_kv_store(void* const* b, const msl::Ids& id) {
   kv_store(reinterpret_cast<float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), reinterpret_cast<float*>(b[4]), reinterpret_cast<const uint*>(b[5]), *reinterpret_cast<KVStoreParams*>(b[6]), msl::Attr<uint>(id.tpig));
 }
@@ -2343,7 +1909,6 @@ void k_sample_pick(void* const* b, const msl::Ids& id) {
 }  // namespace
 
 const msl::Kernel emu_kernels[] = {
-    k_attention,
     k_attention_block,
     k_attention_decode,
     k_attention_decode_64,
@@ -2356,28 +1921,6 @@ const msl::Kernel emu_kernels[] = {
     k_add_inplace,
     k_embed,
     k_matmul,
-    k_matvec_f32,
-    k_matvec_f16,
-    k_matvec_bf16,
-    k_matvec_affine4,
-    k_matvec_affine8,
-    k_matvec_q8_0,
-    k_matvec_q4_0,
-    k_matvec_q5_0,
-    k_matvec_q4_k,
-    k_matvec_q5_k,
-    k_matvec_q6_k,
-    k_matvec_silu_f32,
-    k_matvec_silu_f16,
-    k_matvec_silu_bf16,
-    k_matvec_silu_affine4,
-    k_matvec_silu_affine8,
-    k_matvec_silu_q8_0,
-    k_matvec_silu_q4_0,
-    k_matvec_silu_q5_0,
-    k_matvec_silu_q4_k,
-    k_matvec_silu_q5_k,
-    k_matvec_silu_q6_k,
     k_matvecs_f32,
     k_matvecs_f16,
     k_matvecs_bf16,
@@ -2407,10 +1950,9 @@ const msl::Kernel emu_kernels[] = {
     k_split_heads,
     k_sigmoid_mul,
     k_copy_buf,
-    k_rope,
     k_kv_store,
     k_argmax,
     k_topk,
     k_sample_pick,
 };
-const uint32_t emu_kernel_count = 69;
+const uint32_t emu_kernel_count = 45;

@@ -1,14 +1,10 @@
 // attention.metal: causal attention of query rows over the KV cache with online softmax; query
-// row r sees positions 0..pos+r (or its last `window` of them). The caches are bound at the layer's position 0. pos, the position
-// of query row 0, is read from device memory (step[0]) rather than the parameters, so a recorded
+// row r sees positions 0..pos+r (or its last `window` of them). The caches are bound at the
+// layer's position 0. pos, the position of query row 0, is read from device memory (step[0]) rather than the parameters, so a recorded
 // decode plan replays unchanged at every position (see metal/README.md).
 //
-// `attention` is for decode: one threadgroup per head. Its ATT_SIMDGROUPS simdgroups take
-// interleaved chunks of 32 positions; in a chunk, lane l scores position 32c+l against q (staged
-// in threadgroup memory), the chunk's weights update a running max and normalizer, and lane l
-// accumulates dims l, l+32, ... of the weighted values, taking each position's weight by
-// broadcast. Per 32 positions that is one simd_max, one simd_sum and 32 broadcasts instead of
-// 32 simd_sums. The simdgroups' partial results merge through threadgroup memory at the end.
+// attention_decode (one query row) and attention_block (a prefill block) below; both rotate q
+// by RoPE as they load it (q itself is left as it is).
 //
 // The caches hold half values by default (p.kvHalf; half the bytes decode attention streams
 // every token) or float ones; arithmetic is float32 either way.
@@ -41,74 +37,11 @@ inline uint att_first(uint last, uint window) {
   return window > 0 && last + 1 > window ? last + 1 - window : 0;
 }
 
-kernel void attention(device const float* q [[buffer(0)]], device const float* kcache [[buffer(1)]],
-                      device const float* vcache [[buffer(2)]], device float* out [[buffer(3)]],
-                      device const uint* step [[buffer(4)]], constant AttnParams& p [[buffer(5)]],
-                      uint2 tg [[threadgroup_position_in_grid]],
-                      uint tid [[thread_index_in_threadgroup]], uint sg [[simdgroup_index_in_threadgroup]],
-                      uint lane [[thread_index_in_simdgroup]]) {
-  threadgroup float qs[ATT_MAX_HEAD_DIM];
-  threadgroup float tmax[ATT_SIMDGROUPS];
-  threadgroup float tsum[ATT_SIMDGROUPS];
-  threadgroup float tacc[ATT_SIMDGROUPS * ATT_MAX_HEAD_DIM];
-  const uint h = tg.x, hd = p.headDim;
-  const uint kvh = h / (p.heads / p.kvHeads), kvStride = p.kvHeads * hd;
-  const bool kvHalf = p.kvHalf != 0;
-  device const float* qr = q + h * hd;
-  for (uint d = tid; d < hd; d += ATT_SIMDGROUPS * SIMD) qs[d] = qr[d] * p.scale;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  float acc[ATT_DIMS_PER_LANE];
-  for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) acc[j] = 0.0f;
-  // -FLT_MAX, not -INFINITY: fast math may assume no infinities. exp(-FLT_MAX - s) is 0.
-  float m = -FLT_MAX, l = 0.0f;
-  const uint last = step[0];
-  for (uint t0 = att_first(last, p.window) + sg * SIMD; t0 <= last; t0 += ATT_SIMDGROUPS * SIMD) {
-    const uint n = min(uint(SIMD), last - t0 + 1);  // positions of this chunk, uniform
-    const uint t = t0 + min(lane, n - 1);
-    const uint kp = t * kvStride + kvh * hd;
-    float s = 0.0f;
-    for (uint d = 0; d < hd; d++) s += qs[d] * kv_load(kcache, kp + d, kvHalf);
-    s = lane < n ? s : -FLT_MAX;
-    const float mn = max(m, simd_max(s));
-    const float w = lane < n ? exp(s - mn) : 0.0f;
-    const float corr = exp(m - mn);
-    l = l * corr + simd_sum(w);
-    for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) acc[j] *= corr;
-    for (uint i = 0; i < n; i++) {
-      const float wi = simd_broadcast(w, ushort(i));
-      const uint vp = (t0 + i) * kvStride + kvh * hd;
-      for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) {
-        uint d = lane + SIMD * j;
-        if (d < hd) acc[j] += wi * kv_load(vcache, vp + d, kvHalf);
-      }
-    }
-    m = mn;
-  }
-  if (lane == 0) {
-    tmax[sg] = m;
-    tsum[sg] = l;
-  }
-  for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) {
-    uint d = lane + SIMD * j;
-    if (d < hd) tacc[sg * ATT_MAX_HEAD_DIM + d] = acc[j];
-  }
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  float mx = tmax[0];
-  for (uint i = 1; i < ATT_SIMDGROUPS; i++) mx = max(mx, tmax[i]);
-  float total = 0.0f;
-  for (uint i = 0; i < ATT_SIMDGROUPS; i++) total += tsum[i] * exp(tmax[i] - mx);
-  device float* o = out + h * hd;
-  for (uint d = tid; d < hd; d += ATT_SIMDGROUPS * SIMD) {
-    float v = 0.0f;
-    for (uint i = 0; i < ATT_SIMDGROUPS; i++) v += tacc[i * ATT_MAX_HEAD_DIM + d] * exp(tmax[i] - mx);
-    o[d] = v / total;
-  }
-}
-
 // attention_block is for a prefill block: a threadgroup takes ATB_ROWS consecutive query rows of
 // one head, one per simdgroup, and walks the positions in tiles of ATB_TILE that all threads
 // stage in threadgroup memory, so K and V are read from device memory once per ATB_ROWS rows
-// rather than once per row. Loop bounds and barriers are uniform over the threadgroup; each
+// rather than once per row. Each row of q is rotated by RoPE as it is loaded, as in
+// attention_decode. Loop bounds and barriers are uniform over the threadgroup; each
 // simdgroup skips positions past its own row's last, and rows past the end compute nothing.
 // Grid: (heads, ceil(rows/ATB_ROWS)) threadgroups of ATB_ROWS*32 threads.
 #define ATB_ROWS 4
@@ -116,7 +49,8 @@ kernel void attention(device const float* q [[buffer(0)]], device const float* k
 
 kernel void attention_block(device const float* q [[buffer(0)]], device const float* kcache [[buffer(1)]],
                             device const float* vcache [[buffer(2)]], device float* out [[buffer(3)]],
-                            device const uint* step [[buffer(4)]], constant AttnParams& p [[buffer(5)]],
+                            device const uint* step [[buffer(4)]], device const float* invFreq [[buffer(5)]],
+                            constant AttnParams& p [[buffer(6)]],
                             uint2 tg [[threadgroup_position_in_grid]],
                             uint tid [[thread_index_in_threadgroup]], uint sg [[simdgroup_index_in_threadgroup]],
                             uint lane [[thread_index_in_simdgroup]]) {
@@ -134,7 +68,7 @@ kernel void attention_block(device const float* q [[buffer(0)]], device const fl
   device const float* qr = q + (min(r, p.rows - 1) * p.heads + h) * hd;
   for (uint j = 0; j < ATT_DIMS_PER_LANE; j++) {
     uint d = lane + SIMD * j;
-    qv[j] = d < hd ? qr[d] * p.scale : 0.0f;
+    qv[j] = d < hd ? rope_dim(qr, d, last, invFreq, p.pairs, p.style) * p.scale : 0.0f;
     acc[j] = 0.0f;
   }
   float m = -FLT_MAX, l = 0.0f;
@@ -384,6 +318,7 @@ kernel void attention_decode_256(device const float* q [[buffer(0)]], device con
   }
 }
 
+// attention_reduce merges the p.splits parts of each head that attention_decode left in part.
 // Grid: heads threadgroups.
 kernel void attention_reduce(device const float* part [[buffer(0)]], device float* out [[buffer(1)]],
                              constant AttnParams& p [[buffer(2)]], uint h [[threadgroup_position_in_grid]],

@@ -1,24 +1,18 @@
-// matvec.metal: out[b][o] = sum_i x[b][i] * W[o][i] (+ bias[o]) for decode, one kernel per weight
-// format. The structure follows MLX's qmv_fast: a threadgroup of 2 simdgroups, each producing 4
-// output rows; every lane owns 16 consecutive inputs per step (512 per simdgroup step), reads
-// x once for all 4 rows, and the rows' partial dots meet in simd_sum. Rows past the end are
-// clamped for reading and skipped for writing, so any row count works; inputs past the end of
-// an F32/F16/BF16 row (the only formats whose cols need not be a multiple of 16) are skipped.
-// Grid: (ceil(rows/8), batch) threadgroups of 64 threads.
+// matvec.metal: the decode mat-vecs, one kernel per weight format. matvecs_<fmt> writes
+// out_i[o] = sum_j x[j] * W_i[o][j] (+ bias_i[o]) for up to 3 weights W_i of one format over one
+// x (q, k and v; the output head; one weight for any other single-row MatMul), their rows one
+// grid, optionally adding out_0 to a residual (MatMulAdd); matvec_glu_<fmt> writes
+// act(x·gateᵀ) * (x·upᵀ) for an MLP's gate and up weights. Both can fold an RMSNorm of x in:
+// the lanes add up x² in the loop that loads x for the dot products, each simdgroup reads all
+// of x so its simd_sum is the row's sum, and the dot products of W with x*(w+offset) are scaled
+// by 1/sqrt(mean(x²)+eps) at the end; no separate pass over x, no normalized copy.
 //
-// matvecs_<fmt> is the decode step's shared-input mat-vec: up to 3 weights of one format over
-// one x (q, k and v; the output head), their rows one grid, and an RMSNorm of x folded in: the
-// lanes add up x² in the loop that loads x for the dot products, each simdgroup reads all of x
-// so its simd_sum is the row's sum, and the dot products of W with x*(w+offset) are scaled by
-// 1/sqrt(mean(x²)+eps) at the end; no separate pass over x, no normalized copy. matvec_glu_<fmt>
-// does the same for an MLP's gate and up weights and writes act(gate)*up.
-
-struct MatVecParams {
-  Weight w;
-  uint hasBias;
-  uint biasDT;
-  uint addTo;  // 1: also residual[row] += out[row] (the residual add that follows o/down)
-};
+// The structure follows MLX's qmv_fast: a threadgroup of 2 simdgroups, each producing 4 output
+// rows; every lane owns 16 consecutive inputs per step (512 per simdgroup step), reads x once
+// for all 4 rows (and for gate and up), and the rows' partial dots meet in simd_sum. Rows past
+// the end are clamped for reading and skipped for writing, so any row count works; inputs past
+// the end of an F32/F16/BF16 row (the only formats whose cols need not be a multiple of 16) are
+// skipped. Grid: sum of ceil(rows_i/8) threadgroups of 64 threads.
 
 // NormParams describes an RMSNorm folded into a mat-vec: x is used as x*(w+offset)/sqrt(mean(x²)+eps).
 struct NormParams {
@@ -48,12 +42,6 @@ struct GLUParams {
   Weight up;
   uint act;  // ACT_*
   NormParams norm;
-};
-
-// MatVecPairParams: two matrices of the same format and shape over one x (gate and up).
-struct MatVecPairParams {
-  Weight gate;
-  Weight up;
 };
 
 #define MV_ROWS 4
@@ -262,67 +250,6 @@ struct FmtQ6_K : FmtAffine8 {
   }
 };
 
-template <class F>
-inline void matvec_impl(device const uchar* w, device const uchar* scales, device const uchar* biases,
-                        device const uchar* bias, device const float* x, device float* out,
-                        device float* residual, constant MatVecParams& p, uint2 tg, uint sg, uint lane) {
-  const Weight wt = p.w;
-  const uint row0 = (tg.x * MV_SIMDGROUPS + sg) * MV_ROWS;
-  x += tg.y * wt.cols;
-  out += tg.y * wt.rows;
-  float acc[MV_ROWS] = {0.0f, 0.0f, 0.0f, 0.0f};
-  float xv[MV_CHUNK];
-  const uint chunks = (wt.cols + MV_CHUNK - 1) / MV_CHUNK;
-  for (uint c = lane; c < chunks; c += SIMD) {
-    float xs = F::load_x(x + c * MV_CHUNK, c, wt.cols - c * MV_CHUNK, xv);
-    for (uint r = 0; r < MV_ROWS; r++) {
-      uint row = min(row0 + r, wt.rows - 1);
-      acc[r] += F::dot(wt, w + row * wt.rowBytes, scales, biases, row, c, xv, xs);
-    }
-  }
-  for (uint r = 0; r < MV_ROWS; r++) {
-    float s = simd_sum(acc[r]);
-    uint row = row0 + r;
-    if (lane == 0 && row < wt.rows) {
-      s += p.hasBias != 0 ? load_elem(bias, row, p.biasDT) : 0.0f;
-      out[row] = s;
-      if (p.addTo != 0) residual[tg.y * wt.rows + row] += s;
-    }
-  }
-}
-
-// matvec_silu_impl is the gate and up projections of an MLP in one pass: each simdgroup makes 4
-// rows of both from one read of x, writes them (so the two MatMul results exist as if run
-// separately) and out = silu(gate) * up.
-template <class F>
-inline void matvec_silu_impl(device const uchar* wg, device const uchar* sg_, device const uchar* bg,
-                             device const uchar* wu, device const uchar* su, device const uchar* bu,
-                             device const float* x, device float* gate, device float* up, device float* out,
-                             constant MatVecPairParams& p, uint2 tg, uint sg, uint lane) {
-  const Weight wt = p.gate, wt2 = p.up;
-  const uint row0 = (tg.x * MV_SIMDGROUPS + sg) * MV_ROWS;
-  float ag[MV_ROWS] = {0.0f, 0.0f, 0.0f, 0.0f}, au[MV_ROWS] = {0.0f, 0.0f, 0.0f, 0.0f};
-  float xv[MV_CHUNK];
-  const uint chunks = (wt.cols + MV_CHUNK - 1) / MV_CHUNK;
-  for (uint c = lane; c < chunks; c += SIMD) {
-    float xs = F::load_x(x + c * MV_CHUNK, c, wt.cols - c * MV_CHUNK, xv);
-    for (uint r = 0; r < MV_ROWS; r++) {
-      uint row = min(row0 + r, wt.rows - 1);
-      ag[r] += F::dot(wt, wg + row * wt.rowBytes, sg_, bg, row, c, xv, xs);
-      au[r] += F::dot(wt2, wu + row * wt2.rowBytes, su, bu, row, c, xv, xs);
-    }
-  }
-  for (uint r = 0; r < MV_ROWS; r++) {
-    float g = simd_sum(ag[r]), u = simd_sum(au[r]);
-    uint row = row0 + r;
-    if (lane == 0 && row < wt.rows) {
-      gate[row] = g;
-      up[row] = u;
-      out[row] = silu(g) * u;
-    }
-  }
-}
-
 // mv_load fills xv with chunk c of x for F::dot and returns F::load_x's sum; with a folded norm
 // it adds the chunk's squares of x to ss and loads x times the norm weight instead.
 template <class F>
@@ -428,215 +355,6 @@ inline void matvec_glu_impl(device const uchar* wg, device const uchar* sg_, dev
     uint row = row0 + r;
     if (lane == 0 && row < wt.rows) out[row] = glu_act(g, p.act) * u;
   }
-}
-
-kernel void matvec_f32(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtF32>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_f16(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtF16>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_bf16(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtBF16>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_affine4(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtAffine4>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_affine8(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtAffine8>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_q8_0(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtQ8_0>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_q4_0(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtQ4_0>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_q5_0(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtQ5_0>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_q4_k(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtQ4_K>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_q5_k(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtQ5_K>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_q6_k(device const uchar* w [[buffer(0)]], device const uchar* scales [[buffer(1)]],
-                        device const uchar* biases [[buffer(2)]], device const uchar* bias [[buffer(3)]],
-                        device const float* x [[buffer(4)]], device float* out [[buffer(5)]],
-                        device float* residual [[buffer(6)]], constant MatVecParams& p [[buffer(7)]],
-                        uint2 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_impl<FmtQ6_K>(w, scales, biases, bias, x, out, residual, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_f32(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtF32>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_f16(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtF16>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_bf16(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtBF16>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_affine4(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtAffine4>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_affine8(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtAffine8>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_q8_0(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtQ8_0>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_q4_0(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtQ4_0>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_q5_0(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtQ5_0>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_q4_k(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtQ4_K>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_q5_k(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtQ5_K>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
-}
-
-kernel void matvec_silu_q6_k(device const uchar* wg [[buffer(0)]], device const uchar* sg_ [[buffer(1)]],
-                             device const uchar* bg [[buffer(2)]], device const uchar* wu [[buffer(3)]],
-                             device const uchar* su [[buffer(4)]], device const uchar* bu [[buffer(5)]],
-                             device const float* x [[buffer(6)]], device float* gate [[buffer(7)]],
-                             device float* up [[buffer(8)]], device float* out [[buffer(9)]],
-                             constant MatVecPairParams& p [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
-  matvec_silu_impl<FmtQ6_K>(wg, sg_, bg, wu, su, bu, x, gate, up, out, p, tg, sg, lane);
 }
 
 kernel void matvecs_f32(device const uchar* w0 [[buffer(0)]], device const uchar* s0 [[buffer(1)]],

@@ -1,5 +1,6 @@
-// rope.metal: rotary position embedding, alone (queries) or fused with the KV-cache write (keys
-// and values, one pass instead of a rotation then a copy).
+// rope.metal: rotary position embedding fused with the KV-cache write (keys and values, one
+// pass instead of a rotation then a copy). Queries are rotated by the attention kernels as they
+// load them (rope_dim in common.metal).
 //
 // The angles use precise::sin and cos: fast math's may be off by 2^-13 (more for the large angles
 // of late positions), an error every query and key would carry into attention.
@@ -11,22 +12,6 @@ struct RopeParams {
   uint style;    // ROPE_*
   uint pairs;    // rotated pairs: dimensions 0 .. 2*pairs-1 rotate, the rest pass through
 };
-
-// rope rotates x in place; one thread per (row, head, rotation pair).
-kernel void rope(device float* x [[buffer(0)]], device const float* invFreq [[buffer(1)]],
-                 device const uint* step [[buffer(2)]], constant RopeParams& p [[buffer(3)]],
-                 uint gid [[thread_position_in_grid]]) {
-  uint np = p.pairs;
-  if (gid >= p.rows * p.heads * np) return;
-  uint i = gid % np, h = (gid / np) % p.heads, r = gid / (np * p.heads);
-  float a = float(step[0] + r) * invFreq[i];
-  float c = precise::cos(a), s = precise::sin(a);
-  uint2 d = rope_pair(i, np, p.style);
-  device float* v = x + (r * p.heads + h) * p.headDim;
-  float x0 = v[d.x], x1 = v[d.y];
-  v[d.x] = x0 * c - x1 * s;
-  v[d.y] = x0 * s + x1 * c;
-}
 
 struct KVStoreParams {
   RopeParams rope;  // heads = KV heads

@@ -57,7 +57,7 @@ func TestFaultsRejected(t *testing.T) {
 		},
 		{
 			"threadgroup memory as device pointer", "attention.metal",
-			"device const float* qr = q + h * hd;", "device const float* qr = qs;",
+			"device float* o = att_output(", "device float* o = tacc; att_output(",
 			"cannot initialize a variable of type 'device",
 		},
 		{

@@ -31,6 +31,7 @@ type Open func(t *testing.T) metal.Device
 func Run(t *testing.T, open Open) {
 	t.Run("MatVecAndMatMul", func(t *testing.T) { testMatVecAndMatMul(t, open) })
 	t.Run("MatMuls", func(t *testing.T) { testMatMuls(t, open) })
+	t.Run("MatMulsMixed", func(t *testing.T) { testMatMulsMixed(t, open) })
 	t.Run("GLU", func(t *testing.T) { testGLU(t, open) })
 	t.Run("MatMulAdd", func(t *testing.T) { testMatMulAdd(t, open) })
 	t.Run("Embed", func(t *testing.T) { testEmbed(t, open) })
@@ -38,6 +39,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("Elementwise", func(t *testing.T) { testElementwise(t, open) })
 	t.Run("Rope", func(t *testing.T) { testRope(t, open) })
 	t.Run("Attention", func(t *testing.T) { testAttention(t, open) })
+	t.Run("DecodeAttention", func(t *testing.T) { testDecodeAttention(t, open) })
 	t.Run("Recurrent", func(t *testing.T) { testRecurrent(t, open) })
 	t.Run("NormOffset", func(t *testing.T) { testNormOffset(t, open) })
 	t.Run("Scale", func(t *testing.T) { testScale(t, open) })
@@ -301,9 +303,9 @@ func testMatVecAndMatMul(t *testing.T, open Open) {
 	}
 }
 
-// testMatMuls runs the shared-input matmuls of weights of two formats, with a bias on one, on
-// one row and a block, with a folded norm and without.
-func testMatMuls(t *testing.T, open Open) {
+// testMatMulsMixed runs the shared-input matmuls of weights of two formats (two matvecs passes
+// for one row), with a bias on one, on one row and a block, with a folded norm and without.
+func testMatMulsMixed(t *testing.T, open Open) {
 	p := newPair(t, open)
 	const cols = 96
 	w0 := randomMatrix(p.rng, "w0", tensor.Q4_0, 37, cols, affine{})
@@ -323,37 +325,6 @@ func testMatMuls(t *testing.T, open Open) {
 			p.check(name+" first", y0, rows*37, tol32)
 			p.check(name+" second", y1, rows*21, tol32)
 		}
-	}
-}
-
-// testGLU runs the gated unit on one row (one matvec_silu pass for SiLU) and on a block
-// (matmuls and the activation), with a folded norm and without.
-func testGLU(t *testing.T, open Open) {
-	for _, f := range formats {
-		t.Run(f.name, func(t *testing.T) {
-			p := newPair(t, open)
-			const ffn = 45
-			wg := randomMatrix(p.rng, "gate", f.dt, ffn, f.cols, f.aff)
-			wu := randomMatrix(p.rng, "up", f.dt, ffn, f.cols, f.aff)
-			wgf, wuf := dequantized(t, wg), dequantized(t, wu)
-			nw := randomPlain(p.rng, "norm", tensor.F32, 1, f.cols, 13, 15)
-			p.prepare(wg, wu, wgf, wuf, nw)
-			for _, c := range []struct {
-				rows int
-				act  backend.Activation
-				norm bool
-			}{{1, backend.SiLU, false}, {1, backend.SiLU, true}, {3, backend.GELUTanh, true}} {
-				var n backend.Norm
-				if c.norm {
-					n = backend.Norm{W: nw, Eps: 1e-5}
-				}
-				x := p.random(c.rows, f.cols)
-				y := p.zeros(c.rows * ffn)
-				p.ref.GLU(y.ref, x.ref, n, wgf, wuf, c.act, c.rows)
-				p.gpu.GLU(y.gpu, x.gpu, n, wg, wu, c.act, c.rows)
-				p.check(fmt.Sprintf("rows %d act %d norm %v", c.rows, c.act, c.norm), y, c.rows*ffn, tol32)
-			}
-		})
 	}
 }
 
