@@ -275,6 +275,18 @@ func (b *Backend) View(x backend.Buffer, off, n int) backend.Buffer {
 	return &buffer{h: bb.h, off: bb.off + off, n: n}
 }
 
+// own reports whether every one of bufs belongs to this backend, recording an error when one
+// does not; the shared argument checks may then ask their lengths.
+func (b *Backend) own(op string, bufs ...backend.Buffer) bool {
+	for _, x := range bufs {
+		if bb, ok := x.(*buffer); !ok || bb == nil {
+			b.fail(fmt.Errorf("metal: %s: buffer %T does not belong to the metal backend", op, x))
+			return false
+		}
+	}
+	return true
+}
+
 // buf checks that x belongs to this backend and holds at least n values.
 func (b *Backend) buf(op string, x backend.Buffer, n int) (Arg, bool) {
 	bb, ok := x.(*buffer)
@@ -337,6 +349,9 @@ func groups1(n, per int) [3]uint32 { return [3]uint32{uint32((n + per - 1) / per
 
 // Embed records the lookup of ids in table (any weight format) into dst.
 func (b *Backend) Embed(dst backend.Buffer, table *tensor.Tensor, ids []int32) {
+	if !b.own("embed", dst) {
+		return
+	}
 	if err := backend.CheckEmbed(dst, table, ids); err != nil {
 		b.fail(fmt.Errorf("metal: %w", err))
 		return
@@ -407,6 +422,9 @@ func (b *Backend) uploadArea() (Buf, bool) {
 
 // RMSNorm records a normalization of rows of x into dst (which may be x).
 func (b *Backend) RMSNorm(dst, x backend.Buffer, w *tensor.Tensor, rows int, eps, offset float32) {
+	if !b.own("rmsnorm", dst, x) {
+		return
+	}
 	if err := backend.CheckRMSNorm(dst, x, w, rows); err != nil {
 		b.fail(fmt.Errorf("metal: %w", err))
 		return
@@ -468,6 +486,9 @@ func (b *Backend) matrix(op string, w, bias *tensor.Tensor) (*weight, *weight, b
 
 // MatMul records dst = x·Wᵀ (+ bias): a mat-vec for one row, the tiled mat-mat for a block.
 func (b *Backend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows int) {
+	if !b.own("matmul", dst, x) {
+		return
+	}
 	if err := backend.CheckMatMul(dst, x, w, bias, rows); err != nil {
 		b.fail(fmt.Errorf("metal: %w", err))
 		return
@@ -492,6 +513,9 @@ const maxMatMuls = 4
 // MatMuls records, for one row, one matvecs pass per up to maxMatVecs weights of one format
 // with the norm folded in; for a block, the norm into a scratch and a matmul per weight.
 func (b *Backend) MatMuls(dst []backend.Buffer, x backend.Buffer, norm backend.Norm, w, bias []*tensor.Tensor, rows int) {
+	if !b.own("matmuls", x) || !b.own("matmuls", dst...) {
+		return
+	}
 	if err := backend.CheckMatMuls(dst, x, norm, w, bias, rows); err != nil {
 		b.fail(fmt.Errorf("metal: %w", err))
 		return
@@ -549,6 +573,9 @@ func (b *Backend) recordMatMuls(c *call) {
 // MatMulAdd records dst += x·Wᵀ: a matvecs pass that also adds its output to dst for one row,
 // a mat-mat into a scratch and an add for a block.
 func (b *Backend) MatMulAdd(dst, x backend.Buffer, w *tensor.Tensor, rows int) {
+	if !b.own("matmul-add", dst, x) {
+		return
+	}
 	if err := backend.CheckMatMulAdd(dst, x, w, rows); err != nil {
 		b.fail(fmt.Errorf("metal: %w", err))
 		return
@@ -579,6 +606,9 @@ func (b *Backend) recordMatMulAdd(c *call) {
 // GLU records, for one row, one matvec_glu pass with the norm folded in; for a block, the norm
 // into a scratch, the gate and up matmuls and the activation.
 func (b *Backend) GLU(dst, x backend.Buffer, norm backend.Norm, gate, up *tensor.Tensor, act backend.Activation, rows int) {
+	if !b.own("glu", dst, x) {
+		return
+	}
 	if err := backend.CheckGLU(dst, x, norm, gate, up, act, rows); err != nil {
 		b.fail(fmt.Errorf("metal: %w", err))
 		return
@@ -700,6 +730,9 @@ func (b *Backend) StoreKV(cache backend.KVCache, layer, pos, rows int, k, v back
 		return
 	}
 	s := c.shape
+	if !b.own("store kv", k, v) {
+		return
+	}
 	if err := backend.CheckStoreKV(s, c.LayerLens, layer, pos, rows, k, v, rope); err != nil {
 		b.fail(fmt.Errorf("metal: %w", err))
 		return
@@ -743,6 +776,9 @@ func (b *Backend) Attention(out, q backend.Buffer, cache backend.KVCache, layer,
 		return
 	}
 	s := c.shape
+	if !b.own("attention", out, q) {
+		return
+	}
 	if err := backend.CheckAttention(s, c.LayerLens, out, q, layer, pos, rows, window, rope); err != nil {
 		b.fail(fmt.Errorf("metal: %w", err))
 		return
@@ -798,6 +834,9 @@ func (b *Backend) recordAttention(c *call, write bool) {
 
 // Scale records x *= s.
 func (b *Backend) Scale(x backend.Buffer, n int, s float32) {
+	if !b.own("scale", x) {
+		return
+	}
 	if err := backend.CheckLen("scale", n, x); err != nil {
 		b.fail(fmt.Errorf("metal: %w", err))
 		return
@@ -815,6 +854,9 @@ func (b *Backend) recordScale(c *call) {
 
 // Add records dst += x.
 func (b *Backend) Add(dst, x backend.Buffer, n int) {
+	if !b.own("add", dst, x) {
+		return
+	}
 	if err := backend.CheckLen("add", n, dst, x); err != nil {
 		b.fail(fmt.Errorf("metal: %w", err))
 		return

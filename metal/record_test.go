@@ -196,6 +196,7 @@ func TestErrorsSurfaceAtSync(t *testing.T) {
 		"gap in cache":      func() { be.StoreKV(m.cache, 0, 9, 1, m.kb, m.vb, nil) },
 		"unstored keys":     func() { be.Attention(m.att, m.qb, m.cache, 0, 0, 1, 0, nil) },
 		"foreign buffer":    func() { be.Add(m.x, fakeBuffer{}, 1) },
+		"nil foreign":       func() { be.MatMuls([]backend.Buffer{struct{ backend.Buffer }{}}, m.x, backend.Norm{}, m.heads, nil, 1) },
 		"bad view":          func() { be.View(m.x, 100, 100) },
 		"bad rope":          func() { be.Attention(m.att, m.qb, m.cache, 0, 0, 0, 0, &backend.Rope{HeadDim: 32}) },
 		"too many weights":  func() { be.MatMuls(make([]backend.Buffer, 5), m.h, backend.Norm{}, make([]*tensor.Tensor, 5), nil, 1) },

@@ -183,6 +183,17 @@ func (c *cpuBackend) buf(b backend.Buffer) ([]float32, bool) {
 	return bb.d, true
 }
 
+// own reports whether every one of bufs belongs to the backend, recording an error when one
+// does not; the shared argument checks may then ask their lengths.
+func (c *cpuBackend) own(bufs ...backend.Buffer) bool {
+	for _, b := range bufs {
+		if _, ok := c.buf(b); !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // need returns the first n values of b, recording an error when b is shorter.
 func (c *cpuBackend) need(op string, b backend.Buffer, n int) ([]float32, bool) {
 	d, ok := c.buf(b)
@@ -231,6 +242,9 @@ func (c *cpuBackend) vec(t *tensor.Tensor) ([]float32, error) {
 }
 
 func (c *cpuBackend) Embed(dst backend.Buffer, table *tensor.Tensor, ids []int32) {
+	if !c.own(dst) {
+		return
+	}
 	if err := backend.CheckEmbed(dst, table, ids); err != nil {
 		c.fail(fmt.Errorf("cpu: %w", err))
 		return
@@ -249,6 +263,13 @@ func (c *cpuBackend) Embed(dst backend.Buffer, table *tensor.Tensor, ids []int32
 }
 
 func (c *cpuBackend) Add(dst, x backend.Buffer, n int) {
+	if !c.own(dst, x) {
+		return
+	}
+	if err := backend.CheckLen("add", n, dst, x); err != nil {
+		c.fail(fmt.Errorf("cpu: %w", err))
+		return
+	}
 	d, ok1 := c.need("add", dst, n)
 	s, ok2 := c.need("add", x, n)
 	if ok1 && ok2 {

@@ -90,6 +90,9 @@ func (q *quantJob) run(w, lo, hi int) {
 }
 
 func (c *cpuBackend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows int) {
+	if !c.own(dst, x) {
+		return
+	}
 	if err := backend.CheckMatMul(dst, x, w, bias, rows); err != nil {
 		c.fail(fmt.Errorf("cpu: %w", err))
 		return
@@ -105,6 +108,9 @@ func (c *cpuBackend) MatMul(dst, x backend.Buffer, w, bias *tensor.Tensor, rows 
 // MatMuls normalizes x once (when norm asks) and quantizes it once for all the weights that
 // take the same quantization.
 func (c *cpuBackend) MatMuls(dst []backend.Buffer, x backend.Buffer, norm backend.Norm, w, bias []*tensor.Tensor, rows int) {
+	if !c.own(x) || !c.own(dst...) {
+		return
+	}
 	if err := backend.CheckMatMuls(dst, x, norm, w, bias, rows); err != nil {
 		c.fail(fmt.Errorf("cpu: %w", err))
 		return
@@ -130,6 +136,9 @@ func (c *cpuBackend) MatMuls(dst []backend.Buffer, x backend.Buffer, norm backen
 }
 
 func (c *cpuBackend) MatMulAdd(dst, x backend.Buffer, w *tensor.Tensor, rows int) {
+	if !c.own(dst, x) {
+		return
+	}
 	if err := backend.CheckMatMulAdd(dst, x, w, rows); err != nil {
 		c.fail(fmt.Errorf("cpu: %w", err))
 		return
@@ -149,6 +158,9 @@ func (c *cpuBackend) MatMulAdd(dst, x backend.Buffer, w *tensor.Tensor, rows int
 
 // GLU quantizes the (normalized) input once for gate and up.
 func (c *cpuBackend) GLU(dst, x backend.Buffer, norm backend.Norm, gate, up *tensor.Tensor, act backend.Activation, rows int) {
+	if !c.own(dst, x) {
+		return
+	}
 	if err := backend.CheckGLU(dst, x, norm, gate, up, act, rows); err != nil {
 		c.fail(fmt.Errorf("cpu: %w", err))
 		return

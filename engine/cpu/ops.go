@@ -9,6 +9,9 @@ import (
 )
 
 func (c *cpuBackend) RMSNorm(dst, x backend.Buffer, w *tensor.Tensor, rows int, eps, offset float32) {
+	if !c.own(dst, x) {
+		return
+	}
 	if err := backend.CheckRMSNorm(dst, x, w, rows); err != nil {
 		c.fail(fmt.Errorf("cpu: %w", err))
 		return
@@ -210,6 +213,9 @@ func (c *cpuBackend) StoreKV(cache backend.KVCache, layer, pos, rows int, k, v b
 		return
 	}
 	s := kc.shape
+	if !c.own(k, v) {
+		return
+	}
 	if err := backend.CheckStoreKV(s, kc.LayerLens, layer, pos, rows, k, v, rope); err != nil {
 		c.fail(fmt.Errorf("cpu: %w", err))
 		return
@@ -234,6 +240,9 @@ func (c *cpuBackend) Attention(out, q backend.Buffer, cache backend.KVCache, lay
 		return
 	}
 	s := kc.shape
+	if !c.own(out, q) {
+		return
+	}
 	if err := backend.CheckAttention(s, kc.LayerLens, out, q, layer, pos, rows, window, rope); err != nil {
 		c.fail(fmt.Errorf("cpu: %w", err))
 		return
@@ -259,6 +268,13 @@ func (c *cpuBackend) Attention(out, q backend.Buffer, cache backend.KVCache, lay
 }
 
 func (c *cpuBackend) Scale(x backend.Buffer, n int, s float32) {
+	if !c.own(x) {
+		return
+	}
+	if err := backend.CheckLen("scale", n, x); err != nil {
+		c.fail(fmt.Errorf("cpu: %w", err))
+		return
+	}
 	d, ok := c.need("scale", x, n)
 	if ok {
 		for i := range d {

@@ -585,6 +585,10 @@ func TestBadInputsDoNotPanic(t *testing.T) {
 	if err := c.Sync(); err == nil {
 		t.Fatal("foreign buffer: no error")
 	}
+	c.MatMuls([]backend.Buffer{small, other}, small, backend.Norm{}, []*tensor.Tensor{w, w}, nil, 1)
+	if err := c.Sync(); err == nil {
+		t.Fatal("foreign buffer in MatMuls: no error")
+	}
 	cache := c.NewKVCache(backend.AttnShape{Layers: 1, Heads: 3, KVHeads: 2, HeadDim: 4, Context: 4})
 	if err := c.Sync(); err == nil {
 		t.Fatal("kv heads not dividing heads: no error")
