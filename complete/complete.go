@@ -46,6 +46,16 @@ type Options struct {
 	// likely than this (the sum of its tokens' log-probabilities), and is dropped when its first
 	// token already is; 0 = DefaultMinPathLogprob.
 	MinPathLogprob float64
+	// MinWordLogprob: a suggestion is dropped when the tokens through its first word (what
+	// accept-word takes, and all that decides whether any of it is accepted) are together less
+	// likely than this; 0 = DefaultMinWordLogprob.
+	MinWordLogprob float64
+	// MinChars: a suggestion of fewer code points (blanks around it not counted) is dropped
+	// unless all of it is at least MinShortLogprob likely; 0 = DefaultMinChars.
+	MinChars int
+	// MinShortLogprob is the bar of a suggestion shorter than MinChars; 0 =
+	// DefaultMinShortLogprob.
+	MinShortLogprob float64
 	// MinTokenLogprob: a suggestion ends before a later token less likely than this; 0 = -6.
 	MinTokenLogprob float64
 	// MinMeanLogprob: a suggestion whose mean token logprob is below this is dropped; 0 = -2.
@@ -201,6 +211,9 @@ func newCompleter(m lm, opt Options) *Completer {
 	deflp(&opt.MinFirstLogprob, -3)
 	deflp(&opt.MinTokenLogprob, -6)
 	deflp(&opt.MinPathLogprob, DefaultMinPathLogprob)
+	deflp(&opt.MinWordLogprob, DefaultMinWordLogprob)
+	def(&opt.MinChars, DefaultMinChars)
+	deflp(&opt.MinShortLogprob, DefaultMinShortLogprob)
 	deflp(&opt.MinMeanLogprob, -2)
 	c := &Completer{
 		m:        m,

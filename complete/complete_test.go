@@ -218,6 +218,9 @@ func TestStopRules(t *testing.T) {
 				// would end these long outputs first.
 				opt.MinPathLogprob = inf
 			}
+			if opt.MinChars == 0 {
+				opt.MinChars = 1 // most outputs are short: the length rule (TestMinChars) would drop them
+			}
 			opt.Profiles = map[string]Profile{"": tc.prof}
 			c, _ := newFake(v, say(tc.out, tc.lps...), opt)
 			req := tc.req
@@ -280,7 +283,7 @@ func TestSessionsReuseAndLRU(t *testing.T) {
 func TestNewerRequestCancelsOlder(t *testing.T) {
 	v := newFakeVocab(nil, nil, false)
 	m := &fakeModel{v: v, say: say(strings.Repeat("x", 200)), bytes: 1, delay: 5 * time.Millisecond}
-	c := newCompleter(m.lm(512), Options{MaxTokens: 200})
+	c := newCompleter(m.lm(512), Options{MaxTokens: 200, MinChars: 1})
 	started := make(chan struct{})
 	var once sync.Once
 	var afterCancel int

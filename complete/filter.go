@@ -21,6 +21,22 @@ var errFilterStop = errors.New("complete: suggestion complete")
 // keeps 79% on held-out Python.
 const DefaultMinPathLogprob = -1.0
 
+// DefaultMinWordLogprob is Options.MinWordLogprob's default: off. Judging the first word apart
+// from the path cost more keystrokes than it saved wrong suggestions in `laya replay` sweeps
+// (docs/performance.md); the knob stays for sweeps.
+var DefaultMinWordLogprob = math.Inf(-1)
+
+// DefaultMinChars is Options.MinChars's default. Accepting a suggestion of n characters saves
+// at most n-1 keystrokes, so short ones are worth little and, being what the model says when it
+// is unsure how to go on, are often wrong: dropping those under 4 characters brought wrong
+// suggestions from 39% to 28% of those shown and kept 95% of the keystrokes saved (`laya
+// replay --sweep` on app/controller/text.go, docs/performance.md).
+const DefaultMinChars = 4
+
+// DefaultMinShortLogprob is Options.MinShortLogprob's default: a short suggestion is shown when
+// the model is nearly sure of it ("np" after "import numpy as ").
+const DefaultMinShortLogprob = -0.4
+
 // maxSuggestionRunes is the longest suggestion shown, in code points: longer text is more than
 // anyone checks at a glance before accepting it.
 const maxSuggestionRunes = 400
@@ -45,8 +61,10 @@ type filter struct {
 	n       int  // tokens seen
 	kept    int  // tokens that contributed to text
 	lpSum   float64
-	stop    string
-	reject  bool
+	// word is set once the text holds its whole first word and the word rule passed it.
+	word   bool
+	stop   string
+	reject bool
 	// trimLead drops blanks the suggestion starts with while the prefix already ends with one.
 	trimLead bool
 }
@@ -109,13 +127,54 @@ func (f *filter) add(t engine.Token, onText func(string)) error {
 	f.text = append(f.text, piece...)
 	f.lpSum += lp
 	f.kept++
-	if cut, why := f.cutPoint(from); why != "" {
+	cut, why := f.cutPoint(from)
+	if why != "" {
 		f.text, f.stop = f.text[:cut], why
+	}
+	if !f.word {
+		// The path's probability only falls: once below the bar, the first word is too.
+		if f.lpSum < f.opt.MinWordLogprob {
+			f.stop, f.reject = "unsure", true
+			return errFilterStop
+		}
+		f.word = firstWordDone(f.text)
+	}
+	if why != "" {
 		return errFilterStop
 	}
 	f.emit(onText, f.safeLen())
 	return nil
 }
+
+// firstWordDone reports whether text holds all of its first word: after any blanks, a run of
+// letters, digits and underscores, or else one character. This is the word accept-word takes
+// (app/controller's NextWord) in the scripts code is written in.
+func firstWordDone(text []byte) bool {
+	i := 0
+	for i < len(text) {
+		r, n := utf8.DecodeRune(text[i:])
+		if !unicode.IsSpace(r) {
+			break
+		}
+		i += n
+	}
+	if i == len(text) {
+		return false
+	}
+	r, n := utf8.DecodeRune(text[i:])
+	if !isWordRune(r) {
+		return true
+	}
+	for i += n; i < len(text); i += n {
+		r, n = utf8.DecodeRune(text[i:])
+		if !isWordRune(r) {
+			return true
+		}
+	}
+	return false
+}
+
+func isWordRune(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 // healedLogprob is the log-probability of a healed first token among the tokens it was
 // allowed to be: the model's confidence in the continuation given the text the user typed.
@@ -181,12 +240,20 @@ func (f *filter) earliestStop(from, cut int, why string) (int, string) {
 // safeLen is how much of text no later token can take back: it withholds a tail that could
 // begin a stop string and the whitespace before it (a line end trims trailing whitespace, and
 // a suggestion that is only whitespace is dropped).
+//
+// Until the gating rules that judge a suggestion as a whole have passed it (its first word,
+// its length), nothing is safe: a suggestion is either shown or not, never shown and taken back.
 func (f *filter) safeLen() int {
 	n := len(f.text)
 	for _, s := range f.stops {
 		n = min(n, len(f.text)-partialTail(f.text, s))
 	}
-	return len(bytes.TrimRightFunc(f.text[:n], unicode.IsSpace))
+	safe := bytes.TrimRightFunc(f.text[:n], unicode.IsSpace)
+	if (!f.word && f.opt.MinWordLogprob > f.opt.MinPathLogprob) ||
+		utf8.RuneCount(bytes.TrimLeftFunc(safe, unicode.IsSpace)) < f.opt.MinChars {
+		return 0
+	}
+	return len(safe)
 }
 
 // partialTail is the length of the longest end of text that is a proper prefix of s.
@@ -225,19 +292,27 @@ func (f *filter) finish(engineStop string, onText func(string)) Suggestion {
 	if f.reject || f.healed != "" {
 		return Suggestion{Stop: stop}
 	}
+	// A suggestion ends without blanks (a cut before an unsure token can leave spaces or a
+	// dangling line end), except before the text after the caret, which they separate it from.
 	text := f.text
 	switch stop {
-	case "line":
-		text = bytes.TrimRight(text, " \t\r")
-	case "suffix", "stop", "sentence":
+	case "suffix":
+	case "stop", "sentence", "line":
+		text = bytes.TrimRightFunc(text, unicode.IsSpace)
 	default:
-		// Generation ended on its own: drop an end that the text after the caret starts with.
-		if f.hasSuf {
-			text = text[:len(text)-overlap(text, f.stops[len(f.stops)-1])]
+		// Generation ended on its own: drop an end that the text after the caret starts with;
+		// blanks before that text stay, as before a suffix stop.
+		if k := overlap(text, f.suffixLine()); k > 0 {
+			text = text[:len(text)-k]
+		} else {
+			text = bytes.TrimRightFunc(text, unicode.IsSpace)
 		}
 	}
 	if junk(text, f.suffixLine()) != "" {
 		return Suggestion{Stop: stop}
+	}
+	if utf8.RuneCount(bytes.TrimLeftFunc(text, unicode.IsSpace)) < f.opt.MinChars && f.lpSum < f.opt.MinShortLogprob {
+		return Suggestion{Stop: "short"}
 	}
 	mean := f.lpSum / float64(max(f.kept, 1))
 	if mean < f.opt.MinMeanLogprob {

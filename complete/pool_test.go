@@ -50,7 +50,8 @@ func TestPoolQueuesThenRefuses(t *testing.T) {
 	m := &fakeModel{v: newFakeVocab(nil, nil, false), say: say(strings.Repeat("x", 40)), bytes: 1000,
 		reserve: true, delay: 5 * time.Millisecond}
 	c := newCompleter(m.lm(512), Options{CacheBudget: 1000, MaxWait: 50 * time.Millisecond, MaxTokens: 40,
-		Profiles: map[string]Profile{"": {Lines: 100}}, MinMeanLogprob: -100, MinFirstLogprob: -100, MinTokenLogprob: -100, MinPathLogprob: -100})
+		Profiles: map[string]Profile{"": {Lines: 100}}, MinMeanLogprob: -100, MinFirstLogprob: -100, MinTokenLogprob: -100, MinPathLogprob: -100,
+		MinChars: 1})
 	defer c.Close()
 	started := make(chan struct{})
 	var once sync.Once
@@ -90,7 +91,7 @@ func TestPoolQueuesThenRefuses(t *testing.T) {
 // Many clients at once share a pool of budget/size sessions; each gets its answer.
 func TestPoolManyClients(t *testing.T) {
 	m := &fakeModel{v: newFakeVocab(nil, nil, false), say: say("ok"), bytes: 1000, reserve: true, delay: time.Millisecond}
-	c := newCompleter(m.lm(512), Options{CacheBudget: 4000, MaxWait: time.Minute})
+	c := newCompleter(m.lm(512), Options{CacheBudget: 4000, MaxWait: time.Minute, MinChars: 1})
 	defer c.Close()
 	var wg sync.WaitGroup
 	errs := make(chan error, 150)

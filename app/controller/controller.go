@@ -86,11 +86,9 @@ type pending struct {
 	rect     Rect
 	started  time.Time
 	partial  strings.Builder // streamed so far
-	prefix   string          // the request's text around the caret, which fit needs
-	suffix   string
-	checking bool   // a focus check before the first piece shows is on the worker
-	visible  bool   // partial is on screen
-	id       uint64 // the suggestion id once visible
+	checking bool            // a focus check before the first piece shows is on the worker
+	visible  bool            // partial is on screen
+	id       uint64          // the suggestion id once visible
 }
 
 // shown is the suggestion on screen.
@@ -546,8 +544,7 @@ func (c *Controller) capture(gen uint64, cfg config.Config) {
 	c.reset() // normally a no-op: whatever was there ended when gen last changed
 	c.publish()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &pending{cancel: cancel, el: el, info: info, caret: caret, length: length, rect: rect, started: started,
-		prefix: prefix, suffix: suffix}
+	p := &pending{cancel: cancel, el: el, info: info, caret: caret, length: length, rect: rect, started: started}
 	c.req = p
 	ok = true
 	req := Request{
@@ -685,7 +682,7 @@ func (c *Controller) promote() {
 }
 
 // text is what p has streamed so far, as it would be inserted.
-func (p *pending) text() string { return fit(p.prefix, p.suffix, p.partial.String()) }
+func (p *pending) text() string { return p.partial.String() }
 
 // finish handles the engine's answer to p. The answer is shown only if p is still the current
 // request and, checked on the worker, the same field still has focus with the caret where it
@@ -697,7 +694,6 @@ func (c *Controller) finish(p *pending, text string, err error) {
 		c.emit(Event{Kind: Stale, App: p.info.App})
 		return
 	}
-	text = fit(p.prefix, p.suffix, text)
 	if err != nil || strings.TrimSpace(text) == "" {
 		c.req = nil
 		p.cancel()

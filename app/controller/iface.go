@@ -100,7 +100,10 @@ type Request struct {
 
 // Engine completes text. Complete calls onText with each piece of the suggestion as it is
 // generated (the pieces form a prefix of the returned text, which may still come back "" when
-// the engine drops an unsure suggestion), and returns promptly once ctx is canceled.
+// the engine drops an unsure suggestion), and returns promptly once ctx is canceled. The
+// suggestion is inserted as it is: fitting it to the caret (no blank the prefix already ends
+// with, nothing of the text after the caret repeated) is the engine's job, as package complete
+// does it.
 type Engine interface {
 	Complete(ctx context.Context, r Request, onText func(piece string)) (string, error)
 }

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -162,25 +161,4 @@ func isWordRune(r rune) bool {
 		return false
 	}
 	return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.In(r, unicode.Mn, unicode.Mc)
-}
-
-// fit makes a suggestion insertable exactly at a caret between prefix and suffix: it never
-// starts with blanks the prefix already ends with (which would double the space), and never
-// ends with the text that already follows the caret on its line (a closing bracket or quote
-// the editor inserted), which inserting would double.
-func fit(prefix, suffix, text string) string {
-	if strings.HasSuffix(prefix, " ") || strings.HasSuffix(prefix, "\t") {
-		text = strings.TrimLeft(text, " \t")
-	}
-	line, _, _ := strings.Cut(suffix, "\n")
-	for k := min(len(line), len(text)); k > 0; k-- {
-		if k < len(line) && !utf8.RuneStart(line[k]) {
-			continue
-		}
-		tail := line[:k]
-		if strings.TrimSpace(tail) != "" && strings.HasSuffix(text, tail) {
-			return text[:len(text)-k]
-		}
-	}
-	return text
 }

@@ -25,6 +25,10 @@ func TestReplayBadArguments(t *testing.T) {
 		{"--text", filepath.Join(dir, "missing.txt")},
 		{"--text", empty, "--mode", "sometimes"},
 		{"--text", empty, "--limit", "-1"},
+		{"--text", empty, "--sweep", "off;bogus=1"},
+		{"--text", empty, "--sweep", "chars=x"},
+		{"--text", empty, "--sweep", "chars=-1"},
+		{"--text", empty, "--sweep", "path=-1;path"},
 	} {
 		if err := runReplay(args); err == nil {
 			t.Errorf("%q: no error", args)
@@ -60,5 +64,60 @@ func TestReplayBundledModel(t *testing.T) {
 	}
 	if !strings.Contains(out, `"latency_ms"`) {
 		t.Errorf("no latency_ms key in %s", out)
+	}
+}
+
+// TestReplaySweep: a sweep reports each setting as a separate run would, and a second sweep
+// on the saved memo reports the same.
+func TestReplaySweep(t *testing.T) {
+	const heldout = "../../assets/models/laya-code/heldout.txt"
+	if _, err := os.Stat(heldout); err != nil {
+		t.Skip(err)
+	}
+	memo := filepath.Join(t.TempDir(), "memo")
+	sweep := func() []sweepResult {
+		t.Helper()
+		out, err := captureStdout(t, func() error {
+			return runReplay([]string{"--model", "../../assets/models/laya-code", "--text", heldout, "--limit", "200",
+				"--json", "--memo", memo, "--sweep", "off; chars=6,path=-0.5"})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res []sweepResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return res
+	}
+	first := sweep()
+	if len(first) != 2 || first[0].Gating != "off" || first[1].Gating != "chars=6,path=-0.5" {
+		t.Fatalf("sweep %+v", first)
+	}
+	off, strict := first[0].Report, first[1].Report
+	if off.Shown == 0 || strict.Shown >= off.Shown {
+		t.Errorf("shown ungated %d, strictly gated %d: want fewer gated, and some", off.Shown, strict.Shown)
+	}
+	out, err := captureStdout(t, func() error {
+		return runReplay([]string{"--model", "../../assets/models/laya-code", "--text", heldout, "--limit", "200",
+			"--json", "--min-chars", "6", "--min-path-logprob", "-0.5"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var alone sweepResult
+	if err := json.Unmarshal([]byte(out), &alone.Report); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := alone.Report, strict; a.Requests != b.Requests || a.Shown != b.Shown || a.Wrong != b.Wrong ||
+		a.CharsAccepted != b.CharsAccepted || a.AcceptKeys != b.AcceptKeys {
+		t.Errorf("alone %+v, in the sweep %+v", a, b)
+	}
+	again := sweep()
+	for i := range first {
+		if a, b := first[i].Report, again[i].Report; a.Requests != b.Requests || a.Shown != b.Shown ||
+			a.Wrong != b.Wrong || a.CharsAccepted != b.CharsAccepted {
+			t.Errorf("%s: first %+v, from the memo %+v", first[i].Gating, a, b)
+		}
 	}
 }
