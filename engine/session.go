@@ -114,6 +114,11 @@ func (s *Session) Close() {
 // "canceled" and ctx.Err(). Its allocations do not grow with the number of tokens generated,
 // except where text is held back for a stop string or a token's text depends on its neighbours
 // (a run of byte tokens).
+//
+// On a backend that picks tokens on the device (backend.Sampler), when p allows it (see
+// deviceSpec), decode steps pick their token there and each next step is committed before the
+// host waits for the one before (devicepick.go); the tokens are the same. Such a Generate holds
+// the model for its whole decode, emit included, so other sessions of the model wait for it.
 func (s *Session) Generate(ctx context.Context, prompt []int32, p Sampling, emit func(Token) error) (res Result, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -111,11 +111,7 @@ func (pl *plan) encGLU(gate, up *weight, x Arg, norm foldedNorm, act uint32, out
 // attnSplits is how many threadgroups decode attention gives each head when a query sees
 // positions cached positions: one up to above positions (mslAttSplitMin by default), so a short
 // decode is one dispatch; past it one per length positions (mslAttSplitLen), at least 2 and at
-// most mslAttSplitMax, and an attention_reduce pass. Up to 1024 positions, the heads'
-// threadgroups (32 for TinyLlama) scan at most 128 keys per simdgroup; a second dependent
-// dispatch (about 5 µs on M2-class GPUs, issue 22's figure) would cost more than the extra
-// threadgroups save. Past it, a head's scan grows by 64 keys per simdgroup every 512
-// positions while the split keeps each threadgroup's at 64 or fewer.
+// most mslAttSplitMax, and an attention_reduce pass (metal/README.md gives the reasoning).
 func attnSplits(positions, above, length int) int {
 	if positions <= above {
 		return 1

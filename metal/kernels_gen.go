@@ -31,6 +31,7 @@ const (
 	mslAttMaxHeadDim   = 256
 	mslAtbRows         = 4
 	mslAtbTile         = 8
+	mslAttKeys         = 4
 	mslAttSplitMin     = 1024
 	mslAttSplitLen     = 512
 	mslAttSplitMax     = 32
@@ -108,7 +109,7 @@ var kernelNames = [...]string{"attention_block", "attention_decode", "attention_
 
 // kernelWrites has, by kernel id, bit i set when the kernel may write its buffer(i) (a
 // device pointer to non-const data); the others it only reads.
-var kernelWrites = [...]uint32{0x8, 0x48, 0x48, 0x48, 0x48, 0x2, 0x4, 0x4, 0x1, 0x1, 0x10, 0x20, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x4, 0xc, 0x60, 0x8, 0x6, 0x1, 0x2, 0x19, 0x1c, 0xc, 0x10}
+var kernelWrites = [...]uint32{0x8, 0x48, 0x48, 0x48, 0x48, 0x2, 0x4, 0x4, 0x1, 0x1, 0x10, 0x20, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x3c000, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x100, 0x4, 0xc, 0x60, 0x8, 0x6, 0x1, 0x2, 0x19, 0xe, 0xc, 0x10}
 
 // mslAttnParams mirrors the kernels' struct AttnParams (10 words).
 type mslAttnParams struct {
@@ -1194,15 +1195,14 @@ func (pl *plan) encKvStore(groups, threads [3]uint32, k, v, invFreq, kcache, vca
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 
-// encArgmax records kernel argmax with buffers in, inIds, outKeys, outIds, part at [[buffer(0..4)]] and params at [[buffer(5)]].
-func (pl *plan) encArgmax(groups, threads [3]uint32, in, inIds, outKeys, outIds, part Arg, p *mslSelectParams) {
+// encArgmax records kernel argmax with buffers in, outKeys, outIds, part at [[buffer(0..3)]] and params at [[buffer(4)]].
+func (pl *plan) encArgmax(groups, threads [3]uint32, in, outKeys, outIds, part Arg, p *mslSelectParams) {
 	d := pl.next(kArgmax, groups, threads)
 	d.Args[0] = in
-	d.Args[1] = inIds
-	d.Args[2] = outKeys
-	d.Args[3] = outIds
-	d.Args[4] = part
-	d.NArgs = 5
+	d.Args[1] = outKeys
+	d.Args[2] = outIds
+	d.Args[3] = part
+	d.NArgs = 4
 	d.NParams = uint32(p.encode(d.Params[:]))
 }
 

@@ -57,12 +57,15 @@ func boolWord32(b bool) uint32 { return uint32(boolWord(b)) }
 
 // GatedDelta records the gated delta rule, step by step over the rows.
 func (b *Backend) GatedDelta(out, qkv, a, bb backend.Buffer, aLog, dtBias *tensor.Tensor, state backend.Buffer, s backend.DeltaShape, pos, rows int) {
-	if err := s.Check(); err != nil {
+	if !b.own("delta rule", out, qkv, a, bb, state) {
+		return
+	}
+	if err := backend.CheckGatedDelta(out, qkv, a, bb, aLog, dtBias, state, s, pos, rows); err != nil {
 		b.fail(fmt.Errorf("metal: %w", err))
 		return
 	}
-	if pos < 0 || rows < 0 || s.KDim > mslDeltaMaxDim {
-		b.fail(fmt.Errorf("metal: delta rule: rows %d at %d, key heads of %d (at most %d)", rows, pos, s.KDim, mslDeltaMaxDim))
+	if s.KDim > mslDeltaMaxDim {
+		b.fail(fmt.Errorf("metal: delta rule: key heads of %d (at most %d)", s.KDim, mslDeltaMaxDim))
 		return
 	}
 	width := 2*s.KHeads*s.KDim + s.VHeads*s.VDim
@@ -93,8 +96,11 @@ func (b *Backend) recordGatedDelta(c *call) {
 
 // GatedRMSNorm records dst = rmsnorm(x)·w·silu(z) over rows of w's width.
 func (b *Backend) GatedRMSNorm(dst, x, z backend.Buffer, w *tensor.Tensor, rows int, eps float32) {
-	if w == nil || rows < 0 {
-		b.fail(fmt.Errorf("metal: gated rmsnorm: nil weight or %d rows", rows))
+	if !b.own("gated rmsnorm", dst, x, z) {
+		return
+	}
+	if err := backend.CheckGatedRMSNorm(dst, x, z, w, rows); err != nil {
+		b.fail(fmt.Errorf("metal: %w", err))
 		return
 	}
 	n := w.Cols()
@@ -116,8 +122,11 @@ func (b *Backend) recordGatedRMSNorm(c *call) {
 
 // SplitHeads records the split of n blocks of 2*width values of src into their halves.
 func (b *Backend) SplitHeads(a, bb, src backend.Buffer, n, width int) {
-	if n < 0 || width < 0 {
-		b.fail(fmt.Errorf("metal: split heads: %d blocks of %d", n, width))
+	if !b.own("split heads", a, bb, src) {
+		return
+	}
+	if err := backend.CheckSplitHeads(a, bb, src, n, width); err != nil {
+		b.fail(fmt.Errorf("metal: %w", err))
 		return
 	}
 	aa, ok1 := b.buf("split heads", a, n*width)
@@ -137,6 +146,13 @@ func (b *Backend) recordSplitHeads(c *call) {
 
 // SigmoidMul records x *= sigmoid(gate).
 func (b *Backend) SigmoidMul(x, gate backend.Buffer, n int) {
+	if !b.own("sigmoid mul", x, gate) {
+		return
+	}
+	if err := backend.CheckLen("sigmoid mul", n, x, gate); err != nil {
+		b.fail(fmt.Errorf("metal: %w", err))
+		return
+	}
 	xa, ok1 := b.buf("sigmoid mul", x, n)
 	g, ok2 := b.buf("sigmoid mul", gate, n)
 	if !ok1 || !ok2 || n <= 0 {
@@ -151,6 +167,13 @@ func (b *Backend) recordSigmoidMul(c *call) {
 
 // Copy records dst[:n] = src[:n].
 func (b *Backend) Copy(dst, src backend.Buffer, n int) {
+	if !b.own("copy", dst, src) {
+		return
+	}
+	if err := backend.CheckLen("copy", n, dst, src); err != nil {
+		b.fail(fmt.Errorf("metal: %w", err))
+		return
+	}
 	d, ok1 := b.buf("copy", dst, n)
 	s, ok2 := b.buf("copy", src, n)
 	if !ok1 || !ok2 || n <= 0 {

@@ -30,7 +30,6 @@ const (
 	callAttention
 	callScale
 	callAdd
-	callSelect
 	callCausalConv
 	callGatedDelta
 	callGatedRMSNorm
@@ -122,8 +121,6 @@ func (b *Backend) record(c *call, write bool) {
 		b.recordScale(c)
 	case callAdd:
 		b.recordAdd(c)
-	case callSelect:
-		b.recordSelect(c)
 	case callCausalConv:
 		b.recordCausalConv(c)
 	case callGatedDelta:

@@ -10,29 +10,13 @@ import (
 	"github.com/layaapp/laya/engine/tensor"
 )
 
-// MaxTopK is the largest k that TopK accepts.
+// MaxTopK is the most candidates a pick ranks (backend.Sampler's MaxPickTop).
 const MaxTopK = mslTopkMax
 
-// Selector is an optional capability of a backend: it finds the largest logits on the device,
-// so sampling reads back k values instead of a vocabulary-sized vector. The engine detects it
-// with a type assertion on its backend.Backend.
-//
-// Ranking follows the CPU sampler: larger first, the lower index first among equal values
-// (-0 equals +0). A NaN counts as -Inf and is reported as -Inf.
-type Selector interface {
-	// Argmax submits the pending step and returns the index and value of the largest of the
-	// first n values of src.
-	Argmax(src backend.Buffer, n int) (id int32, logit float32, err error)
-	// TopK submits the pending step and fills ids and logits, of equal length k with
-	// 1 <= k <= min(n, MaxTopK), with the k largest of the first n values of src, largest first.
-	TopK(ids []int32, logits []float32, src backend.Buffer, n int) error
-}
-
-var _ Selector = (*Backend)(nil)
-
-// selector is the state of the selection kernels. The scratch buffer holds, in uint32 words,
-// the result (keys at 0, ids at MaxTopK) and then two regions for the winners of intermediate
-// stages, each cap keys followed by cap ids.
+// selector is the state of device picks (backend.Sampler). Candidates are ranked by the
+// kernels' order-preserving key of each logit, the lower id first among equal keys, as the
+// CPU sampler ranks; a NaN counts as -Inf. The scratch buffer holds the winners of
+// intermediate selection stages (scratchRegion).
 type selector struct {
 	scratch   Buf
 	cap       int
@@ -53,73 +37,19 @@ type selector struct {
 	lastPick, pickN int
 }
 
-// Argmax implements Selector.
-func (b *Backend) Argmax(src backend.Buffer, n int) (int32, float32, error) {
-	if err := b.top(src, n, 1); err != nil {
-		return 0, 0, err
-	}
-	return int32(b.sel.ids[0]), keyValue(b.sel.keys[0]), nil
-}
+// The scratch buffer's regions, in uint32 words, for a capacity of c first-stage winners, of
+// 2c words each: 0 and 1 for the winners of staged top-k selections (c keys, then c ids), 2
+// for a pick's argmax stage's winners and 3 for its partial sums (2 words per threadgroup; the
+// argmax stage has at most c threadgroups).
+func scratchRegion(r, c int) uint64 { return uint64(r * 2 * c) }
 
-// TopK implements Selector.
-func (b *Backend) TopK(ids []int32, logits []float32, src backend.Buffer, n int) error {
-	if len(ids) != len(logits) {
-		b.fail(fmt.Errorf("metal: topk: %d ids but %d logits", len(ids), len(logits)))
-	}
-	if err := b.top(src, n, len(ids)); err != nil {
-		return err
-	}
-	for i := range ids {
-		ids[i], logits[i] = int32(b.sel.ids[i]), keyValue(b.sel.keys[i])
-	}
-	return nil
-}
-
-// top records the selection of the k largest of the first n values of src, submits the step
-// and reads the winners into b.sel.
-func (b *Backend) top(src backend.Buffer, n, k int) error {
-	a, ok := b.buf("select", src, n)
-	if ok && (n < 1 || n >= math.MaxUint32 || k < 1 || k > min(n, MaxTopK)) {
-		b.fail(fmt.Errorf("metal: select: top %d of %d values (k must be in [1, min(n, %d)])", k, n, MaxTopK))
-		ok = false
-	}
-	if ok && b.err == nil && b.selectScratch(n, k) {
-		b.emit(call{op: callOp{kind: callSelect, args: [6]Arg{a, {Buf: b.sel.scratch}}, n: n, k: k}})
-	}
-	b.sel.npend = 0
-	if err := b.flush(true); err != nil {
-		return err
-	}
-	b.dev.Read(unsafe.Slice((*byte)(unsafe.Pointer(&b.sel.keys[0])), 4*k), Arg{b.sel.scratch, 0})
-	b.dev.Read(unsafe.Slice((*byte)(unsafe.Pointer(&b.sel.ids[0])), 4*k), Arg{b.sel.scratch, 4 * MaxTopK})
-	return nil
-}
-
-// selectTile is the number of candidates one threadgroup of the first stage reduces.
-func selectTile(k int) (kernelID, int) {
-	if k == 1 {
-		return kArgmax, mslArgmaxTile
-	}
-	return kTopk, mslTopkTile
-}
-
-// The scratch buffer's regions, in uint32 words, for a capacity of c first-stage winners:
-// the Selector's result (MaxTopK keys and ids), then regions of 2c words: 0 and 1 for the
-// winners of staged selections (c keys, then c ids), 2 for a pick's first argmax stage's
-// winners and 3 for a first argmax stage's partial sums (2 words per threadgroup; an argmax
-// stage has at most c threadgroups).
-func scratchRegion(r, c int) uint64 { return uint64(2*MaxTopK + r*2*c) }
-
-func scratchWords(c int) int { return 2*MaxTopK + 4*2*c }
-
-// selectScratch makes the scratch buffer large enough for the winners of the first stage.
+// selectScratch makes the scratch buffer large enough for a pick of the top k (0: none) of n.
 func (b *Backend) selectScratch(n, k int) bool {
-	_, tile := selectTile(k)
-	need := (n + tile - 1) / tile * k
+	need := max((n+mslArgmaxTile-1)/mslArgmaxTile, (n+mslTopkTile-1)/mslTopkTile*k)
 	if b.sel.scratch != 0 && need <= b.sel.cap {
 		return true
 	}
-	h, err := b.dev.NewBuffer(4 * scratchWords(need))
+	h, err := b.dev.NewBuffer(4 * 4 * 2 * need)
 	if err != nil {
 		b.fail(fmt.Errorf("metal: select scratch: %w", err))
 		return false
@@ -131,35 +61,21 @@ func (b *Backend) selectScratch(n, k int) bool {
 	return true
 }
 
-// recordSelect records the selection of the Selector's top k into the scratch's result.
-func (b *Backend) recordSelect(c *call) {
-	o := &c.op
-	scratch := o.args[1].Buf
-	b.recordTop(o.args[0], o.n, o.k, scratch, Arg{scratch, 0}, Arg{scratch, 4 * MaxTopK})
-}
-
-// recordTop records the stages of a selection of the best k of n values at in: each
-// threadgroup reduces a tile of candidates to its best k, and each next stage reduces the
+// recordTop records the stages of a selection of the best k >= 2 of n values at in: each
+// threadgroup sorts a tile of candidates and keeps its best k, and each next stage reduces the
 // previous stage's winners, until one threadgroup writes the keys and ids at outK and outI.
 func (b *Backend) recordTop(in Arg, n, k int, scratch Buf, outK, outI Arg) {
-	kern, tile := selectTile(k)
 	cap := b.sel.cap
 	inIDs, count, indexed := in, n, uint32(0)
-	part := Arg{scratch, 4 * scratchRegion(3, cap)} // written by a first argmax stage
 	for r := 0; ; r ^= 1 {
-		groups := (count + tile - 1) / tile
+		groups := (count + mslTopkTile - 1) / mslTopkTile
 		oK, oI := outK, outI
 		if groups > 1 {
 			base := scratchRegion(r, cap)
 			oK, oI = Arg{scratch, 4 * base}, Arg{scratch, 4 * (base + uint64(cap))}
 		}
 		p := mslSelectParams{n: uint32(count), k: uint32(k), indexed: indexed}
-		g, t := [3]uint32{uint32(groups), 1, 1}, [3]uint32{mslSelectThreads, 1, 1}
-		if kern == kArgmax {
-			b.pl.encArgmax(g, t, in, inIDs, oK, oI, part, &p)
-		} else {
-			b.pl.encTopk(g, t, in, inIDs, oK, oI, &p)
-		}
+		b.pl.encTopk([3]uint32{uint32(groups), 1, 1}, [3]uint32{mslSelectThreads, 1, 1}, in, inIDs, oK, oI, &p)
 		if groups == 1 {
 			return
 		}
@@ -226,7 +142,7 @@ func (b *Backend) Pick(logits backend.Buffer, n int, spec backend.PickSpec, u fl
 	if spec.TopK > 0 {
 		inv = 1 / spec.Temperature
 	}
-	if !b.selectScratch(n, max(top, 1)) || !b.pickAreas() {
+	if !b.selectScratch(n, top) || !b.pickAreas() {
 		return
 	}
 	b.u = float32(u)
@@ -265,7 +181,7 @@ func (b *Backend) recordPick(c *call, write bool) {
 	groups := (o.n + mslArgmaxTile - 1) / mslArgmaxTile
 	w := scratchRegion(2, cap)
 	winK, winI, part := Arg{scratch, 4 * w}, Arg{scratch, 4 * (w + uint64(cap))}, Arg{scratch, 4 * scratchRegion(3, cap)}
-	b.pl.encArgmax([3]uint32{uint32(groups), 1, 1}, [3]uint32{mslSelectThreads, 1, 1}, o.args[0], o.args[0], winK, winI, part,
+	b.pl.encArgmax([3]uint32{uint32(groups), 1, 1}, [3]uint32{mslSelectThreads, 1, 1}, o.args[0], winK, winI, part,
 		&mslSelectParams{n: uint32(o.n), k: 1})
 	b.pl.encSamplePick([3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, winK, winI, part, c.slot, Arg{res, 0},
 		&mslPickParams{groups: uint32(groups), k: uint32(o.topK), top: uint32(o.k), invTemp: o.scale})

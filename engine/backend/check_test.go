@@ -134,3 +134,28 @@ func TestCheckNormEmbedLen(t *testing.T) {
 		{"len negative", CheckLen("add", -1, buf(3)), "-1"},
 	})
 }
+
+func TestCheckRecurrent(t *testing.T) {
+	s := DeltaShape{KHeads: 1, VHeads: 2, KDim: 4, VDim: 3}
+	aLog, dt := f32("a_log", 2), f32("dt", 2)
+	// Two rows: q|k|v of 14, out of 6, a and b of 2; a state of 24.
+	delta := func(out, qkv, a, b, state Buffer, aLog, dt *tensor.Tensor, s DeltaShape, pos, rows int) error {
+		return CheckGatedDelta(out, qkv, a, b, aLog, dt, state, s, pos, rows)
+	}
+	w := f32("w", 3)
+	run(t, []checkCase{
+		{"delta", delta(buf(12), buf(28), buf(4), buf(4), buf(24), aLog, dt, s, 0, 2), ""},
+		{"delta shape", delta(buf(12), buf(28), buf(4), buf(4), buf(24), aLog, dt, DeltaShape{KHeads: 2, VHeads: 3, KDim: 4, VDim: 3}, 0, 2), "heads"},
+		{"delta rows", delta(buf(12), buf(28), buf(4), buf(4), buf(24), aLog, dt, s, 0, -1), "rows -1"},
+		{"delta A_log", delta(buf(12), buf(28), buf(4), buf(4), buf(24), f32("a3", 3), dt, s, 0, 2), "A_log"},
+		{"delta dt_bias", delta(buf(12), buf(28), buf(4), buf(4), buf(24), aLog, nil, s, 0, 2), "dt_bias"},
+		{"delta short qkv", delta(buf(12), buf(27), buf(4), buf(4), buf(24), aLog, dt, s, 0, 2), "need 28"},
+		{"delta short state", delta(buf(12), buf(28), buf(4), buf(4), buf(23), aLog, dt, s, 0, 2), "need 24"},
+		{"gated norm", CheckGatedRMSNorm(buf(6), buf(6), buf(6), w, 2), ""},
+		{"gated norm short z", CheckGatedRMSNorm(buf(6), buf(6), buf(5), w, 2), "need 6"},
+		{"gated norm nil", CheckGatedRMSNorm(buf(6), buf(6), buf(6), nil, 2), "nil weight"},
+		{"split", CheckSplitHeads(buf(6), buf(6), buf(12), 2, 3), ""},
+		{"split short src", CheckSplitHeads(buf(6), buf(6), buf(11), 2, 3), "need 12"},
+		{"split negative", CheckSplitHeads(buf(6), buf(6), buf(12), -2, 3), "blocks"},
+	})
+}

@@ -104,3 +104,60 @@ func shapeOf(t *tensor.Tensor) []int {
 	}
 	return t.Shape
 }
+
+// CheckGatedDelta is the argument check of GatedDelta: a valid shape, A_log and dt_bias of a
+// value per value head, and buffers of rows of q|k|v, a, b and out, and a state.
+func CheckGatedDelta(out, qkv, a, b Buffer, aLog, dtBias *tensor.Tensor, state Buffer, s DeltaShape, pos, rows int) error {
+	const op = "delta rule"
+	if err := s.Check(); err != nil {
+		return err
+	}
+	if pos < 0 || rows < 0 {
+		return fmt.Errorf("%s: rows %d at %d", op, rows, pos)
+	}
+	if err := checkVector(op, "A_log", aLog, s.VHeads, false); err != nil {
+		return err
+	}
+	if err := checkVector(op, "dt_bias", dtBias, s.VHeads, false); err != nil {
+		return err
+	}
+	width := 2*s.KHeads*s.KDim + s.VHeads*s.VDim
+	for _, c := range [...]struct {
+		b Buffer
+		n int
+	}{{out, rows * s.VHeads * s.VDim}, {qkv, rows * width}, {a, rows * s.VHeads}, {b, rows * s.VHeads}, {state, s.StateLen()}} {
+		if err := checkBuf(op, c.b, c.n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckGatedRMSNorm is the argument check of GatedRMSNorm: a weight vector and rows of its
+// length in dst, x and z.
+func CheckGatedRMSNorm(dst, x, z Buffer, w *tensor.Tensor, rows int) error {
+	const op = "gated rmsnorm"
+	if w == nil {
+		return fmt.Errorf("%s: nil weight", op)
+	}
+	if err := checkVector(op, "weight", w, w.Cols(), false); err != nil {
+		return err
+	}
+	if err := checkRows(op, rows); err != nil {
+		return err
+	}
+	return CheckLen(op, rows*w.Cols(), dst, x, z)
+}
+
+// CheckSplitHeads is the argument check of SplitHeads: n blocks of width values in a and b,
+// of 2*width in src.
+func CheckSplitHeads(a, b, src Buffer, n, width int) error {
+	const op = "split heads"
+	if n < 0 || width < 0 {
+		return fmt.Errorf("%s: %d blocks of %d", op, n, width)
+	}
+	if err := CheckLen(op, n*width, a, b); err != nil {
+		return err
+	}
+	return CheckLen(op, 2*n*width, src)
+}

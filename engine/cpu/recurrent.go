@@ -176,22 +176,17 @@ func (sc *deltaScratch) fit(s backend.DeltaShape) {
 }
 
 func (c *cpuBackend) GatedDelta(out, qkv, a, b backend.Buffer, aLog, dtBias *tensor.Tensor, state backend.Buffer, s backend.DeltaShape, pos, rows int) {
-	if err := s.Check(); err != nil {
-		c.fail(fmt.Errorf("cpu: %w", err))
+	if !c.own(out, qkv, a, b, state) {
 		return
 	}
-	if pos < 0 || rows < 0 {
-		c.fail(fmt.Errorf("cpu: delta rule: rows %d at %d", rows, pos))
+	if err := backend.CheckGatedDelta(out, qkv, a, b, aLog, dtBias, state, s, pos, rows); err != nil {
+		c.fail(fmt.Errorf("cpu: %w", err))
 		return
 	}
 	al, err1 := c.vec(aLog)
 	dt, err2 := c.vec(dtBias)
 	if err := errors.Join(err1, err2); err != nil {
 		c.fail(fmt.Errorf("cpu: delta rule: %w", err))
-		return
-	}
-	if len(al) != s.VHeads || len(dt) != s.VHeads {
-		c.fail(fmt.Errorf("cpu: delta rule: A_log of %d and dt_bias of %d for %d heads", len(al), len(dt), s.VHeads))
 		return
 	}
 	width := 2*s.KHeads*s.KDim + s.VHeads*s.VDim
@@ -390,8 +385,11 @@ func axpy(y []float32, a float32, x []float32) {
 }
 
 func (c *cpuBackend) GatedRMSNorm(dst, x, z backend.Buffer, w *tensor.Tensor, rows int, eps float32) {
-	if w == nil || rows < 0 {
-		c.fail(errors.New("cpu: gated rmsnorm: nil weight or negative rows"))
+	if !c.own(dst, x, z) {
+		return
+	}
+	if err := backend.CheckGatedRMSNorm(dst, x, z, w, rows); err != nil {
+		c.fail(fmt.Errorf("cpu: %w", err))
 		return
 	}
 	wv, err := c.vec(w)
@@ -420,8 +418,11 @@ func (c *cpuBackend) GatedRMSNorm(dst, x, z backend.Buffer, w *tensor.Tensor, ro
 }
 
 func (c *cpuBackend) SplitHeads(a, b, src backend.Buffer, n, width int) {
-	if n < 0 || width < 0 {
-		c.fail(fmt.Errorf("cpu: split heads: %d blocks of %d", n, width))
+	if !c.own(a, b, src) {
+		return
+	}
+	if err := backend.CheckSplitHeads(a, b, src, n, width); err != nil {
+		c.fail(fmt.Errorf("cpu: %w", err))
 		return
 	}
 	av, ok1 := c.need("split heads", a, n*width)
@@ -437,6 +438,13 @@ func (c *cpuBackend) SplitHeads(a, b, src backend.Buffer, n, width int) {
 }
 
 func (c *cpuBackend) SigmoidMul(x, gate backend.Buffer, n int) {
+	if !c.own(x, gate) {
+		return
+	}
+	if err := backend.CheckLen("sigmoid mul", n, x, gate); err != nil {
+		c.fail(fmt.Errorf("cpu: %w", err))
+		return
+	}
 	d, ok1 := c.need("sigmoid mul", x, n)
 	g, ok2 := c.need("sigmoid mul", gate, n)
 	if !ok1 || !ok2 {
@@ -448,6 +456,13 @@ func (c *cpuBackend) SigmoidMul(x, gate backend.Buffer, n int) {
 }
 
 func (c *cpuBackend) Copy(dst, src backend.Buffer, n int) {
+	if !c.own(dst, src) {
+		return
+	}
+	if err := backend.CheckLen("copy", n, dst, src); err != nil {
+		c.fail(fmt.Errorf("cpu: %w", err))
+		return
+	}
 	d, ok1 := c.need("copy", dst, n)
 	s, ok2 := c.need("copy", src, n)
 	if ok1 && ok2 {

@@ -276,10 +276,10 @@ kernel void attention_block(device const float* q [[buffer(0)]], device const fl
 }
 
 // attention_decode is decode attention (one query row, at position step[0]) with q's RoPE
-// applied as it is loaded. The simdgroups of a threadgroup take interleaved keys; the lanes
-// share each key's dimensions, lane l holding DPL consecutive dimensions from l*DPL, so a key
-// and a value row are each one coalesced load across the simdgroup, and a key's score is one
-// simd_sum, known to every lane at once. Each simdgroup keeps its own online softmax; they merge
+// applied as it is loaded. The simdgroups of a threadgroup take interleaved runs of ATT_KEYS
+// keys; the lanes share each key's dimensions, lane l holding DPL consecutive dimensions from
+// l*DPL, so a key and a value row are each one coalesced load across the simdgroup, and a
+// key's score is one simd_sum, known to every lane at once. Each simdgroup keeps its own online softmax; they merge
 // through threadgroup memory. HD is the head size as a compile-time constant (64, 128, 256:
 // whole vectors per lane, no bounds tests) or 0 for any even size up to ATT_MAX_HEAD_DIM.
 //
@@ -290,6 +290,7 @@ kernel void attention_block(device const float* q [[buffer(0)]], device const fl
 // parts of head h's positions and writes its (max, sum, unnormalized values) to part, and
 // attention_reduce merges them. The host splits only above ATT_SPLIT_MIN positions, so a
 // short decode stays one dispatch. Grid: (heads, splits) threadgroups of ATT_SIMDGROUPS*32.
+#define ATT_KEYS 4
 #define ATT_SPLIT_MIN 1024
 #define ATT_SPLIT_LEN 512
 #define ATT_SPLIT_MAX 32
@@ -318,16 +319,33 @@ inline void attention_scan(device const float* q, device const float* kcache, de
   // -FLT_MAX, not -INFINITY: fast math may assume no infinities. exp(-FLT_MAX - s) is 0.
   m = -FLT_MAX;
   l = 0.0f;
-  for (uint t = lo + sg; t < hi; t += ATT_SIMDGROUPS) {
-    const uint kp = t * kvStride + kvh * hd + lane * DPL;
-    float s = 0.0f;
-    for (uint j = 0; j < DPL; j++)
-      if (HD != 0 || lane * DPL + j < hd) s += qv[j] * kv_load(kcache, kp + j, kvHalf);
-    s = simd_sum(s);
-    const float mn = max(m, s), corr = exp(m - mn), e = exp(s - mn);
-    l = l * corr + e;
-    for (uint j = 0; j < DPL; j++)
-      if (HD != 0 || lane * DPL + j < hd) acc[j] = acc[j] * corr + e * kv_load(vcache, kp + j, kvHalf);
+  // ATT_KEYS consecutive keys per step: their loads and simd_sums are independent, so one
+  // step's latency covers all of them; keys past hi are clamped for loading and weigh 0.
+  for (uint t0 = lo + sg * ATT_KEYS; t0 < hi; t0 += ATT_SIMDGROUPS * ATT_KEYS) {
+    uint kp[ATT_KEYS];
+    float s[ATT_KEYS];
+    float mn = m;
+    for (uint i = 0; i < ATT_KEYS; i++) {
+      kp[i] = min(t0 + i, hi - 1) * kvStride + kvh * hd + lane * DPL;
+      float d = 0.0f;
+      for (uint j = 0; j < DPL; j++)
+        if (HD != 0 || lane * DPL + j < hd) d += qv[j] * kv_load(kcache, kp[i] + j, kvHalf);
+      s[i] = simd_sum(d);
+      mn = t0 + i < hi ? max(mn, s[i]) : mn;
+    }
+    const float corr = exp(m - mn);
+    float e[ATT_KEYS];
+    l *= corr;
+    for (uint i = 0; i < ATT_KEYS; i++) {
+      e[i] = t0 + i < hi ? exp(s[i] - mn) : 0.0f;
+      l += e[i];
+    }
+    for (uint j = 0; j < DPL; j++) {
+      if (HD == 0 && lane * DPL + j >= hd) continue;
+      float a = acc[j] * corr;
+      for (uint i = 0; i < ATT_KEYS; i++) a += e[i] * kv_load(vcache, kp[i] + j, kvHalf);
+      acc[j] = a;
+    }
     m = mn;
   }
 }
@@ -1522,24 +1540,23 @@ kernel void kv_store(device float* k [[buffer(0)]], device const float* v [[buff
   vcache[dst + d.y] = v[src + d.y];
 }
 #line 1 "metal/kernels/select.metal"
-// select.metal: the largest logits (argmax and top-k), so that sampling reads k values back
-// instead of the whole vocabulary.
+// select.metal: a device pick. A decode step ends with the chosen token in a small result area,
+// so the next step can embed it without the host, and the host reads back a few values instead
+// of the whole vocabulary.
 //
 // Candidates are ranked by an order-preserving 32-bit key of their float value and, among
 // equal keys, by the lower id, which is the CPU sampler's rule. Keys are compared as integers,
 // so the result does not depend on fast-math treatment of infinities and NaNs: a NaN logit
 // ranks as -inf, and -0 equals +0. Key 0 ranks below every value and pads partial tiles.
 //
-// Both kernels reduce tiles of candidates to the best one (argmax) or best k (topk) per
-// threadgroup; the host runs them in stages, each over the previous stage's winners
-// (p.indexed = 1: keys and ids given), until one threadgroup remains. The first stage reads the
-// logits themselves (p.indexed = 0: the input is float bits and ids are the indices).
-//
-// A device pick (sample_pick) ends a decode step with the chosen token in a small result area,
-// so the next step can embed it without the host: argmax's first stage also writes, per
-// threadgroup, the sum of exp(x - its max) over its tile, from which sample_pick merges the
-// log-sum-exp of the whole vocabulary; sample_pick then takes the best candidate (greedy) or
-// samples among the best k of a top-k result at a temperature with a uniform u the host wrote.
+// argmax reduces tiles of the logits to the best one per threadgroup, with the sum of
+// exp(x - that best) over the tile; topk reduces tiles to their best k, and the host runs it
+// in stages, each over the previous stage's winners (p.indexed = 1: keys and ids given), until
+// one threadgroup writes the result area's candidates (the first stage reads the logits
+// themselves, p.indexed = 0: float bits, ids are the indices). sample_pick then merges the
+// argmax winners and sums into the best candidate and the log-sum-exp of the vocabulary, and
+// takes the best (greedy) or samples among the best k at a temperature with a uniform value
+// the host wrote.
 
 #define SELECT_THREADS 256
 #define ARGMAX_TILE 4096
@@ -1578,16 +1595,13 @@ inline float key_value(uint k) { return as_type<float>((k & 0x80000000u) != 0 ? 
 
 inline bool ranks_before(uint ka, uint ia, uint kb, uint ib) { return ka > kb || (ka == kb && ia < ib); }
 
-// argmax: threadgroup g reduces candidates [g*ARGMAX_TILE, (g+1)*ARGMAX_TILE) to its best one at
-// outKeys[g], outIds[g].
-//
-// On the first stage (p.indexed = 0) it also writes part[2g] = the float sum of exp(x - max) over
-// the tile's finite values (0 when the tile's max is -inf) and part[2g+1] = PICK_UNSURE when the
-// tile holds a NaN or +inf, else 0: sample_pick's log-sum-exp.
-kernel void argmax(device const uint* in [[buffer(0)]], device const uint* inIds [[buffer(1)]],
-                   device uint* outKeys [[buffer(2)]], device uint* outIds [[buffer(3)]],
-                   device uint* part [[buffer(4)]],
-                   constant SelectParams& p [[buffer(5)]], uint g [[threadgroup_position_in_grid]],
+// argmax: threadgroup g reduces the logits [g*ARGMAX_TILE, (g+1)*ARGMAX_TILE) to its best one
+// at outKeys[g], outIds[g], and writes part[2g] = the float sum of exp(x - max) over the tile's
+// finite values (0 when the tile's max is -inf) and part[2g+1] = PICK_UNSURE when the tile holds
+// a NaN or +inf, else 0: sample_pick's log-sum-exp.
+kernel void argmax(device const uint* in [[buffer(0)]], device uint* outKeys [[buffer(1)]],
+                   device uint* outIds [[buffer(2)]], device uint* part [[buffer(3)]],
+                   constant SelectParams& p [[buffer(4)]], uint g [[threadgroup_position_in_grid]],
                    uint tid [[thread_index_in_threadgroup]], uint sg [[simdgroup_index_in_threadgroup]],
                    uint lane [[thread_index_in_simdgroup]]) {
   threadgroup uint tk[SELECT_THREADS / SIMD];
@@ -1595,11 +1609,10 @@ kernel void argmax(device const uint* in [[buffer(0)]], device const uint* inIds
   uint bk = 0, bi = 0xffffffffu;
   const uint end = min((g + 1) * ARGMAX_TILE, p.n);
   for (uint j = g * ARGMAX_TILE + tid; j < end; j += SELECT_THREADS) {
-    uint k = p.indexed != 0 ? in[j] : select_key(in[j]);
-    uint id = p.indexed != 0 ? inIds[j] : j;
-    if (ranks_before(k, id, bk, bi)) {
+    uint k = select_key(in[j]);
+    if (ranks_before(k, j, bk, bi)) {
       bk = k;
-      bi = id;
+      bi = j;
     }
   }
   uint mk = simd_max(bk);
@@ -1620,7 +1633,6 @@ kernel void argmax(device const uint* in [[buffer(0)]], device const uint* inIds
       tk[0] = m2;
     }
   }
-  if (p.indexed != 0) return;
   threadgroup_barrier(mem_flags::mem_threadgroup);
   // Second pass over the tile: the sum of exp(x - max), and whether a value is NaN or +inf.
   // Values are classified by their bits, which fast math cannot change.
@@ -1904,7 +1916,7 @@ void k_kv_store(void* const* b, const msl::Ids& id) {
   kv_store(reinterpret_cast<float*>(b[0]), reinterpret_cast<const float*>(b[1]), reinterpret_cast<const float*>(b[2]), reinterpret_cast<float*>(b[3]), reinterpret_cast<float*>(b[4]), reinterpret_cast<const uint*>(b[5]), *reinterpret_cast<KVStoreParams*>(b[6]), msl::Attr<uint>(id.tpig));
 }
 void k_argmax(void* const* b, const msl::Ids& id) {
-  argmax(reinterpret_cast<const uint*>(b[0]), reinterpret_cast<const uint*>(b[1]), reinterpret_cast<uint*>(b[2]), reinterpret_cast<uint*>(b[3]), reinterpret_cast<uint*>(b[4]), *reinterpret_cast<SelectParams*>(b[5]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
+  argmax(reinterpret_cast<const uint*>(b[0]), reinterpret_cast<uint*>(b[1]), reinterpret_cast<uint*>(b[2]), reinterpret_cast<uint*>(b[3]), *reinterpret_cast<SelectParams*>(b[4]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.tiitg), msl::Attr<uint>(id.sgitg), msl::Attr<uint>(id.tiisg));
 }
 void k_topk(void* const* b, const msl::Ids& id) {
   topk(reinterpret_cast<const uint*>(b[0]), reinterpret_cast<const uint*>(b[1]), reinterpret_cast<uint*>(b[2]), reinterpret_cast<uint*>(b[3]), *reinterpret_cast<SelectParams*>(b[4]), msl::Attr<uint>(id.tgpig), msl::Attr<uint>(id.tiitg));

@@ -64,8 +64,9 @@ func refLogSumExp(vals []float32) float64 {
 	return m + math.Log(s)
 }
 
-// TestPick compares device picks with the sort-based reference on sizes of one and several
-// argmax threadgroups: the top candidates exactly, the log-sum-exp closely, a greedy pick
+// TestPick compares device picks with the sort-based reference (refTop) on sizes that are and
+// are not multiples of the kernels' tiles, through one to three top-k stages, with normal
+// logits, few distinct values (many ties) and a mix of NaN, ±Inf, ±0 and negatives: the top candidates exactly, the log-sum-exp closely, a greedy pick
 // exactly, a sampled pick exactly unless u lands within float32 rounding of a boundary of the
 // walk (the host checks those against its own arithmetic), and Unsure exactly when a logit is
 // NaN or +Inf or all are -Inf. Two picks are in flight at once, each step embedding the last
@@ -80,7 +81,7 @@ func TestPick(t *testing.T) {
 	}
 	defer be.Close()
 	boundary := 0
-	for _, n := range []int{3, 100, 4096, 12289, 32000} {
+	for _, n := range []int{1, 31, 32, 1000, 4096, 12289, 32007} {
 		for _, kind := range []string{"normal", "ties", "special", "inf", "neginf"} {
 			vals := logitSet(rng, kind[:min(len(kind), 7)], n)
 			switch kind {

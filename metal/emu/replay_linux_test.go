@@ -138,10 +138,15 @@ func TestReplayMatchesFresh(t *testing.T) {
 			t.Fatal(err)
 		}
 		replayed.forward(s.ids, s.pos)
-		id, v, err := replayed.be.Argmax(replayed.logits, llVocab)
-		if err != nil {
+		replayed.be.Pick(replayed.logits, llVocab, backend.PickSpec{Top: 1}, 0)
+		if err := replayed.be.Commit(); err != nil {
 			t.Fatal(err)
 		}
+		pick := backend.Pick{IDs: make([]int32, 1), Logits: make([]float32, 1)}
+		if err := replayed.be.Picked(&pick); err != nil {
+			t.Fatal(err)
+		}
+		id, v := pick.ID, pick.Logits[0]
 		if err := replayed.be.Read(got, replayed.logits); err != nil {
 			t.Fatal(err)
 		}

@@ -84,69 +84,72 @@ func logitSet(rng *rand.Rand, kind string, n int) []float32 {
 	return v
 }
 
-// TestSelect compares Argmax and TopK on the emulated device with refTop, on sizes that are
-// and are not multiples of the kernels' tiles, through one to three reduction stages.
-func TestSelect(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 7))
-	be, err := metal.New(emu.New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer be.Close()
-	for _, n := range []int{1, 31, 32, 1000, 12288, 32007} {
-		for _, kind := range []string{"normal", "ties", "special"} {
-			vals := logitSet(rng, kind, n)
-			buf := upload(t, be, vals)
-			wantIDs, wantVals := refTop(vals, min(n, metal.MaxTopK))
-			id, v, err := be.Argmax(buf, n)
-			if err != nil {
-				t.Fatalf("n=%d %s: argmax: %v", n, kind, err)
-			}
-			// Values compare as numbers: -0 is reported as +0, which ranks equal.
-			if id != wantIDs[0] || v != wantVals[0] {
-				t.Errorf("n=%d %s: argmax (%d, %v), want (%d, %v)", n, kind, id, v, wantIDs[0], wantVals[0])
-			}
-			for _, k := range []int{1, 5, metal.MaxTopK} {
-				k = min(k, n)
-				ids, got := make([]int32, k), make([]float32, k)
-				if err := be.TopK(ids, got, buf, n); err != nil {
-					t.Fatalf("n=%d %s k=%d: %v", n, kind, k, err)
-				}
-				for i := range k {
-					if ids[i] != wantIDs[i] || got[i] != wantVals[i] {
-						t.Errorf("n=%d %s k=%d: rank %d is (%d, %v), want (%d, %v)", n, kind, k, i, ids[i], got[i], wantIDs[i], wantVals[i])
-						break
-					}
-				}
-			}
-		}
-	}
-}
-
-// TestSelectErrors checks that bad selections return errors and leave the backend usable.
-func TestSelectErrors(t *testing.T) {
+// TestPickErrors checks that bad picks return errors and leave the backend usable.
+func TestPickErrors(t *testing.T) {
 	be, err := metal.New(emu.New())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer be.Close()
 	buf := upload(t, be, []float32{1, 3, 2})
+	pick := func(spec backend.PickSpec, n int, u float64) error {
+		be.Pick(buf, n, spec, u)
+		if err := be.Commit(); err != nil {
+			return err
+		}
+		p := backend.Pick{IDs: make([]int32, max(spec.Top, 1)), Logits: make([]float32, max(spec.Top, 1))}
+		return be.Picked(&p)
+	}
+	sample := backend.PickSpec{TopK: 2, Temperature: 1, Top: 3}
 	for name, bad := range map[string]func() error{
-		"k > n":   func() error { return be.TopK(make([]int32, 4), make([]float32, 4), buf, 3) },
-		"k = 0":   func() error { return be.TopK(nil, nil, buf, 3) },
-		"k > max": func() error { return be.TopK(make([]int32, 65), make([]float32, 65), buf, 3) },
-		"lengths": func() error { return be.TopK(make([]int32, 2), make([]float32, 1), buf, 3) },
-		"n > len": func() error { _, _, err := be.Argmax(buf, 4); return err },
-		"n = 0":   func() error { _, _, err := be.Argmax(buf, 0); return err },
-		"foreign": func() error { _, _, err := be.Argmax(nil, 1); return err },
+		"n > len":      func() error { return pick(backend.PickSpec{Top: 1}, 4, 0) },
+		"n = 0":        func() error { return pick(backend.PickSpec{Top: 1}, 0, 0) },
+		"top = 0":      func() error { return pick(backend.PickSpec{}, 3, 0) },
+		"top > n":      func() error { return pick(backend.PickSpec{Top: 4}, 3, 0) },
+		"top <= k":     func() error { return pick(backend.PickSpec{TopK: 2, Temperature: 1, Top: 2}, 3, 0) },
+		"k > n":        func() error { return pick(backend.PickSpec{TopK: 4, Temperature: 1, Top: 3}, 3, 0) },
+		"temperature":  func() error { return pick(backend.PickSpec{TopK: 2, Top: 3}, 3, 0) },
+		"u = 1":        func() error { return pick(sample, 3, 1) },
+		"u < 0":        func() error { return pick(sample, 3, -0.5) },
+		"foreign":      func() error { be.Pick(nil, 1, backend.PickSpec{Top: 1}, 0); return be.Commit() },
+		"none waiting": func() error { return be.Picked(&backend.Pick{}) },
+		"room": func() error {
+			be.Pick(buf, 3, backend.PickSpec{Top: 2}, 0)
+			if err := be.Commit(); err != nil {
+				return err
+			}
+			return be.Picked(&backend.Pick{IDs: make([]int32, 1), Logits: make([]float32, 1)})
+		},
+		"three waiting": func() error {
+			for range 3 {
+				be.Pick(buf, 3, backend.PickSpec{Top: 1}, 0)
+				if err := be.Commit(); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		"embed without a pick": func() error {
+			if err := be.Sync(); err != nil {
+				return err
+			}
+			be.EmbedPicked(buf, nil)
+			return be.Commit()
+		},
 	} {
 		if err := bad(); err == nil {
 			t.Errorf("%s: no error", name)
 		}
-		if id, _, err := be.Argmax(buf, 3); err != nil || id != 1 {
-			t.Errorf("%s: afterwards argmax = %d, %v; want 1", name, id, err)
+		if err := be.Sync(); err != nil {
+			t.Errorf("%s: Sync afterwards: %v", name, err)
+		}
+		p := backend.Pick{IDs: make([]int32, 3), Logits: make([]float32, 3)}
+		be.Pick(buf, 3, sample, 0.99)
+		if err := be.Commit(); err != nil {
+			t.Fatalf("%s: afterwards: %v", name, err)
+		}
+		if err := be.Picked(&p); err != nil || p.ID != 2 || !slices.Equal(p.IDs, []int32{1, 2, 0}) {
+			t.Errorf("%s: afterwards picked %d of %v, %v; want 2 of [1 2 0]", name, p.ID, p.IDs, err)
 		}
 	}
 }

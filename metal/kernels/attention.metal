@@ -111,10 +111,10 @@ kernel void attention_block(device const float* q [[buffer(0)]], device const fl
 }
 
 // attention_decode is decode attention (one query row, at position step[0]) with q's RoPE
-// applied as it is loaded. The simdgroups of a threadgroup take interleaved keys; the lanes
-// share each key's dimensions, lane l holding DPL consecutive dimensions from l*DPL, so a key
-// and a value row are each one coalesced load across the simdgroup, and a key's score is one
-// simd_sum, known to every lane at once. Each simdgroup keeps its own online softmax; they merge
+// applied as it is loaded. The simdgroups of a threadgroup take interleaved runs of ATT_KEYS
+// keys; the lanes share each key's dimensions, lane l holding DPL consecutive dimensions from
+// l*DPL, so a key and a value row are each one coalesced load across the simdgroup, and a
+// key's score is one simd_sum, known to every lane at once. Each simdgroup keeps its own online softmax; they merge
 // through threadgroup memory. HD is the head size as a compile-time constant (64, 128, 256:
 // whole vectors per lane, no bounds tests) or 0 for any even size up to ATT_MAX_HEAD_DIM.
 //
@@ -125,6 +125,7 @@ kernel void attention_block(device const float* q [[buffer(0)]], device const fl
 // parts of head h's positions and writes its (max, sum, unnormalized values) to part, and
 // attention_reduce merges them. The host splits only above ATT_SPLIT_MIN positions, so a
 // short decode stays one dispatch. Grid: (heads, splits) threadgroups of ATT_SIMDGROUPS*32.
+#define ATT_KEYS 4
 #define ATT_SPLIT_MIN 1024
 #define ATT_SPLIT_LEN 512
 #define ATT_SPLIT_MAX 32
@@ -153,16 +154,33 @@ inline void attention_scan(device const float* q, device const float* kcache, de
   // -FLT_MAX, not -INFINITY: fast math may assume no infinities. exp(-FLT_MAX - s) is 0.
   m = -FLT_MAX;
   l = 0.0f;
-  for (uint t = lo + sg; t < hi; t += ATT_SIMDGROUPS) {
-    const uint kp = t * kvStride + kvh * hd + lane * DPL;
-    float s = 0.0f;
-    for (uint j = 0; j < DPL; j++)
-      if (HD != 0 || lane * DPL + j < hd) s += qv[j] * kv_load(kcache, kp + j, kvHalf);
-    s = simd_sum(s);
-    const float mn = max(m, s), corr = exp(m - mn), e = exp(s - mn);
-    l = l * corr + e;
-    for (uint j = 0; j < DPL; j++)
-      if (HD != 0 || lane * DPL + j < hd) acc[j] = acc[j] * corr + e * kv_load(vcache, kp + j, kvHalf);
+  // ATT_KEYS consecutive keys per step: their loads and simd_sums are independent, so one
+  // step's latency covers all of them; keys past hi are clamped for loading and weigh 0.
+  for (uint t0 = lo + sg * ATT_KEYS; t0 < hi; t0 += ATT_SIMDGROUPS * ATT_KEYS) {
+    uint kp[ATT_KEYS];
+    float s[ATT_KEYS];
+    float mn = m;
+    for (uint i = 0; i < ATT_KEYS; i++) {
+      kp[i] = min(t0 + i, hi - 1) * kvStride + kvh * hd + lane * DPL;
+      float d = 0.0f;
+      for (uint j = 0; j < DPL; j++)
+        if (HD != 0 || lane * DPL + j < hd) d += qv[j] * kv_load(kcache, kp[i] + j, kvHalf);
+      s[i] = simd_sum(d);
+      mn = t0 + i < hi ? max(mn, s[i]) : mn;
+    }
+    const float corr = exp(m - mn);
+    float e[ATT_KEYS];
+    l *= corr;
+    for (uint i = 0; i < ATT_KEYS; i++) {
+      e[i] = t0 + i < hi ? exp(s[i] - mn) : 0.0f;
+      l += e[i];
+    }
+    for (uint j = 0; j < DPL; j++) {
+      if (HD == 0 && lane * DPL + j >= hd) continue;
+      float a = acc[j] * corr;
+      for (uint i = 0; i < ATT_KEYS; i++) a += e[i] * kv_load(vcache, kp[i] + j, kvHalf);
+      acc[j] = a;
+    }
     m = mn;
   }
 }

@@ -1,21 +1,20 @@
-// select.metal: the largest logits (argmax and top-k), so that sampling reads k values back
-// instead of the whole vocabulary.
+// select.metal: a device pick. A decode step ends with the chosen token in a small result area,
+// so the next step can embed it without the host, and the host reads back a few values instead
+// of the whole vocabulary.
 //
 // Candidates are ranked by an order-preserving 32-bit key of their float value and, among
 // equal keys, by the lower id, which is the CPU sampler's rule. Keys are compared as integers,
 // so the result does not depend on fast-math treatment of infinities and NaNs: a NaN logit
 // ranks as -inf, and -0 equals +0. Key 0 ranks below every value and pads partial tiles.
 //
-// Both kernels reduce tiles of candidates to the best one (argmax) or best k (topk) per
-// threadgroup; the host runs them in stages, each over the previous stage's winners
-// (p.indexed = 1: keys and ids given), until one threadgroup remains. The first stage reads the
-// logits themselves (p.indexed = 0: the input is float bits and ids are the indices).
-//
-// A device pick (sample_pick) ends a decode step with the chosen token in a small result area,
-// so the next step can embed it without the host: argmax's first stage also writes, per
-// threadgroup, the sum of exp(x - its max) over its tile, from which sample_pick merges the
-// log-sum-exp of the whole vocabulary; sample_pick then takes the best candidate (greedy) or
-// samples among the best k of a top-k result at a temperature with a uniform u the host wrote.
+// argmax reduces tiles of the logits to the best one per threadgroup, with the sum of
+// exp(x - that best) over the tile; topk reduces tiles to their best k, and the host runs it
+// in stages, each over the previous stage's winners (p.indexed = 1: keys and ids given), until
+// one threadgroup writes the result area's candidates (the first stage reads the logits
+// themselves, p.indexed = 0: float bits, ids are the indices). sample_pick then merges the
+// argmax winners and sums into the best candidate and the log-sum-exp of the vocabulary, and
+// takes the best (greedy) or samples among the best k at a temperature with a uniform value
+// the host wrote.
 
 #define SELECT_THREADS 256
 #define ARGMAX_TILE 4096
@@ -54,16 +53,13 @@ inline float key_value(uint k) { return as_type<float>((k & 0x80000000u) != 0 ? 
 
 inline bool ranks_before(uint ka, uint ia, uint kb, uint ib) { return ka > kb || (ka == kb && ia < ib); }
 
-// argmax: threadgroup g reduces candidates [g*ARGMAX_TILE, (g+1)*ARGMAX_TILE) to its best one at
-// outKeys[g], outIds[g].
-//
-// On the first stage (p.indexed = 0) it also writes part[2g] = the float sum of exp(x - max) over
-// the tile's finite values (0 when the tile's max is -inf) and part[2g+1] = PICK_UNSURE when the
-// tile holds a NaN or +inf, else 0: sample_pick's log-sum-exp.
-kernel void argmax(device const uint* in [[buffer(0)]], device const uint* inIds [[buffer(1)]],
-                   device uint* outKeys [[buffer(2)]], device uint* outIds [[buffer(3)]],
-                   device uint* part [[buffer(4)]],
-                   constant SelectParams& p [[buffer(5)]], uint g [[threadgroup_position_in_grid]],
+// argmax: threadgroup g reduces the logits [g*ARGMAX_TILE, (g+1)*ARGMAX_TILE) to its best one
+// at outKeys[g], outIds[g], and writes part[2g] = the float sum of exp(x - max) over the tile's
+// finite values (0 when the tile's max is -inf) and part[2g+1] = PICK_UNSURE when the tile holds
+// a NaN or +inf, else 0: sample_pick's log-sum-exp.
+kernel void argmax(device const uint* in [[buffer(0)]], device uint* outKeys [[buffer(1)]],
+                   device uint* outIds [[buffer(2)]], device uint* part [[buffer(3)]],
+                   constant SelectParams& p [[buffer(4)]], uint g [[threadgroup_position_in_grid]],
                    uint tid [[thread_index_in_threadgroup]], uint sg [[simdgroup_index_in_threadgroup]],
                    uint lane [[thread_index_in_simdgroup]]) {
   threadgroup uint tk[SELECT_THREADS / SIMD];
@@ -71,11 +67,10 @@ kernel void argmax(device const uint* in [[buffer(0)]], device const uint* inIds
   uint bk = 0, bi = 0xffffffffu;
   const uint end = min((g + 1) * ARGMAX_TILE, p.n);
   for (uint j = g * ARGMAX_TILE + tid; j < end; j += SELECT_THREADS) {
-    uint k = p.indexed != 0 ? in[j] : select_key(in[j]);
-    uint id = p.indexed != 0 ? inIds[j] : j;
-    if (ranks_before(k, id, bk, bi)) {
+    uint k = select_key(in[j]);
+    if (ranks_before(k, j, bk, bi)) {
       bk = k;
-      bi = id;
+      bi = j;
     }
   }
   uint mk = simd_max(bk);
@@ -96,7 +91,6 @@ kernel void argmax(device const uint* in [[buffer(0)]], device const uint* inIds
       tk[0] = m2;
     }
   }
-  if (p.indexed != 0) return;
   threadgroup_barrier(mem_flags::mem_threadgroup);
   // Second pass over the tile: the sum of exp(x - max), and whether a value is NaN or +inf.
   // Values are classified by their bits, which fast math cannot change.
