@@ -100,7 +100,8 @@ type Suggestion struct {
 	Logprob float64
 	// Stop says why the suggestion ended: "line", "sentence", "stop" (a Request.Stop string),
 	// "suffix" (reached the text after the caret), "max_tokens", "eos", "context", "unsure"
-	// (the next token was too unlikely) or "canceled".
+	// (the next token or the first word was too unlikely), "short" (under MinChars and not
+	// MinShortLogprob likely) or "canceled".
 	Stop string
 }
 
