@@ -217,9 +217,9 @@ func TestVerdictCacheRejectsBadFiles(t *testing.T) {
 	}
 	p, _ := verdictPath("k1")
 	for name, data := range map[string]string{
-		"truncated": `{"key":"k1","verdict":{"pass`,
-		"other key": `{"key":"k2","verdict":{"passed":true}}`,
-		"too large": `{"key":"k1","verdict":{"passed":true},"pad":"` + strings.Repeat("x", maxVerdictBytes) + `"}`,
+		"truncated":   `{"key":"k1","verdict":{"pass`,
+		"other key":   `{"key":"k2","verdict":{"passed":true}}`,
+		"too large":   `{"key":"k1","verdict":{"passed":true},"pad":"` + strings.Repeat("x", maxVerdictBytes) + `"}`,
 		"old failure": `{"key":"k1","at":"2001-01-01T00:00:00Z","verdict":{"passed":false}}`,
 	} {
 		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {

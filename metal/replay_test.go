@@ -176,7 +176,7 @@ func TestScratchGrowth(t *testing.T) {
 	norm := backend.Norm{W: m.attnNorm[0], Eps: 1e-5}
 	b.Embed(m.x, m.embed, m.ids)
 	b.MatMuls(m.qkvOut, m.x, norm, m.qkv[0], nil, 1) // as the kept plan: replayed, then recorded again
-	b.MatMuls(out2, x2, norm, m.qkv[0], nil, 2)     // grows the norm's scratch
+	b.MatMuls(out2, x2, norm, m.qkv[0], nil, 2)      // grows the norm's scratch
 	if err := b.Sync(); err != nil {
 		t.Fatal(err)
 	}

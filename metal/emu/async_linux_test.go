@@ -174,9 +174,9 @@ func TestConcurrentViews(t *testing.T) {
 		}
 		return b
 	}
-	wg := &tensor.Tensor{Name: "gate", DType: tensor.F32, Shape: []int{out, in}, Data: mat(out*in)}
-	wu := &tensor.Tensor{Name: "up", DType: tensor.F32, Shape: []int{out, in}, Data: mat(out*in)}
-	tab := &tensor.Tensor{Name: "x", DType: tensor.F32, Shape: []int{rows, in}, Data: mat(rows*in)}
+	wg := &tensor.Tensor{Name: "gate", DType: tensor.F32, Shape: []int{out, in}, Data: mat(out * in)}
+	wu := &tensor.Tensor{Name: "up", DType: tensor.F32, Shape: []int{out, in}, Data: mat(out * in)}
+	tab := &tensor.Tensor{Name: "x", DType: tensor.F32, Shape: []int{rows, in}, Data: mat(rows * in)}
 	if err := be.Prepare([]*tensor.Tensor{wg, wu, tab}); err != nil {
 		t.Fatal(err)
 	}

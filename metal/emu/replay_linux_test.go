@@ -16,13 +16,13 @@ import (
 // llama is a random two-layer F32 Llama issued call by call, the way the engine does, on one
 // backend.
 type llama struct {
-	be                            *metal.Backend
-	embed, norm                   *tensor.Tensor
-	an, fn, q, k, v, o, g, u, d   []*tensor.Tensor
-	rope                          *backend.Rope
-	cache                         backend.KVCache
-	x, qb, kb, vb, att, gb        backend.Buffer
-	logits                        backend.Buffer
+	be                          *metal.Backend
+	embed, norm                 *tensor.Tensor
+	an, fn, q, k, v, o, g, u, d []*tensor.Tensor
+	rope                        *backend.Rope
+	cache                       backend.KVCache
+	x, qb, kb, vb, att, gb      backend.Buffer
+	logits                      backend.Buffer
 	// qkv are each layer's q, k and v weights, qkvOut their outputs.
 	qkv    [][]*tensor.Tensor
 	qkvOut []backend.Buffer
