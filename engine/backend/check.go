@@ -145,13 +145,7 @@ func CheckMatMuls(dst []Buffer, x Buffer, norm Norm, w, bias []*tensor.Tensor, r
 			}
 		}
 	}
-	if err := checkNorm(op, norm, cols); err != nil {
-		return err
-	}
-	if err := checkRows(op, rows); err != nil {
-		return err
-	}
-	if err := CheckLen(op, rows*cols, x); err != nil {
+	if err := checkInput(op, x, norm, cols, rows); err != nil {
 		return err
 	}
 	for i, d := range dst {
@@ -186,13 +180,7 @@ func CheckGLU(dst, x Buffer, norm Norm, gate, up *tensor.Tensor, act Activation,
 	case act != SiLU && act != GELUTanh:
 		return fmt.Errorf("%s: activation %d", op, act)
 	}
-	if err := checkNorm(op, norm, cols); err != nil {
-		return err
-	}
-	if err := checkRows(op, rows); err != nil {
-		return err
-	}
-	if err := CheckLen(op, rows*cols, x); err != nil {
+	if err := checkInput(op, x, norm, cols, rows); err != nil {
 		return err
 	}
 	return CheckLen(op, rows*ffn, dst)
@@ -246,4 +234,15 @@ func CheckAttention(s AttnShape, lens LayerLens, out, q Buffer, layer, pos, rows
 		return err
 	}
 	return CheckLen(op, rows*s.Heads*s.HeadDim, out, q)
+}
+
+// checkInput checks the shared input of MatMuls and GLU: rows of cols values, normalized by norm.
+func checkInput(op string, x Buffer, norm Norm, cols, rows int) error {
+	if err := checkNorm(op, norm, cols); err != nil {
+		return err
+	}
+	if err := checkRows(op, rows); err != nil {
+		return err
+	}
+	return CheckLen(op, rows*cols, x)
 }
